@@ -1,0 +1,106 @@
+"""durable_workflow: durable workflows for Django, replayed from history, run by Celery.
+
+Usage::
+
+    import durable_workflow as dw
+    from durable_workflow import Workflow, Activity, WorkflowStub
+"""
+
+from durable_workflow.authoring.activity import Activity
+from durable_workflow.authoring.helpers import (
+    activity,
+    days,
+    execute_activity,
+    hours,
+    minutes,
+    months,
+    now,
+    seconds,
+    side_effect,
+    timer,
+    uuid4,
+    uuid7,
+    weeks,
+    years,
+)
+from durable_workflow.authoring.workflow import Workflow
+from durable_workflow.exceptions import (
+    ActivityCancelled,
+    ActivityFailed,
+    ChildWorkflowFailed,
+    CommandRejected,
+    ConfigurationError,
+    DurableWorkflowError,
+    InvalidDurationError,
+    InvalidInstanceIdError,
+    NonDeterminismError,
+    NonRetryableError,
+    NotInActivityError,
+    NotInWorkflowError,
+    PayloadCodecError,
+    StructuralLimitExceeded,
+    UnknownTypeError,
+    VersionNotSupported,
+    WorkflowAlreadyStartedError,
+    WorkflowCancelled,
+    WorkflowNotFoundError,
+    WorkflowOrmAccessError,
+)
+from durable_workflow.options import ActivityOptions, DuplicateStartPolicy, StartOptions
+
+# The client needs the ORM models, which Django can only import once its app
+# registry is ready; load it on first use so ``INSTALLED_APPS`` can name us.
+_LAZY = {"WorkflowStub": "durable_workflow.client", "StartResult": "durable_workflow.client"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'durable_workflow' has no attribute {name!r}")
+
+
+__all__ = [
+    "Activity",
+    "ActivityCancelled",
+    "ActivityFailed",
+    "ActivityOptions",
+    "ChildWorkflowFailed",
+    "CommandRejected",
+    "ConfigurationError",
+    "DuplicateStartPolicy",
+    "DurableWorkflowError",
+    "InvalidDurationError",
+    "InvalidInstanceIdError",
+    "NonDeterminismError",
+    "NonRetryableError",
+    "NotInActivityError",
+    "NotInWorkflowError",
+    "PayloadCodecError",
+    "StartOptions",
+    "StartResult",
+    "StructuralLimitExceeded",
+    "UnknownTypeError",
+    "VersionNotSupported",
+    "Workflow",
+    "WorkflowAlreadyStartedError",
+    "WorkflowCancelled",
+    "WorkflowNotFoundError",
+    "WorkflowOrmAccessError",
+    "WorkflowStub",
+    "activity",
+    "days",
+    "execute_activity",
+    "hours",
+    "minutes",
+    "months",
+    "now",
+    "seconds",
+    "side_effect",
+    "timer",
+    "uuid4",
+    "uuid7",
+    "weeks",
+    "years",
+]

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
+
+
+class DurableWorkflowConfig(AppConfig):
+    name = "durable_workflow"
+    verbose_name = "Durable workflows"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from durable_workflow import checks  # noqa: F401  (registers system checks)
+
+        # Every installed app's ``workflows`` module registers its classes.
+        autodiscover_modules("workflows")

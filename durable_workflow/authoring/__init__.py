@@ -1,0 +1,1 @@
+"""What users write: Workflow and Activity classes and the in-body helpers."""

@@ -1,0 +1,95 @@
+"""The ``Activity`` base class: ordinary Python that may do I/O and may fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from durable_workflow import registry
+from durable_workflow.exceptions import NotInActivityError
+from durable_workflow.options import DEFAULT_BACKOFF, ActivityOptions, normalize_backoff
+
+
+@dataclass(frozen=True)
+class ActivityContext:
+    """What a running activity attempt knows about itself."""
+
+    workflow_id: str
+    run_id: str
+    activity_id: str
+    attempt_id: str | None
+    attempt_count: int
+    heartbeat: Callable[[Any], None]
+
+
+class Activity:
+    """Subclass and implement ``handle()``; run with ``dw.activity(MyActivity, ...)``."""
+
+    #: Durable type key stored in history; set it explicitly.
+    type_key: ClassVar[str | None] = None
+    #: Celery queue and named connection (see ``DURABLE_WORKFLOW["CONNECTIONS"]``).
+    queue: ClassVar[str | None] = None
+    connection: ClassVar[str | None] = None
+    #: Total attempts; 1 = no retry, 0 = retry until a timeout stops it.
+    tries: ClassVar[int] = 1
+    #: Set on intermediate base classes that should not be registered.
+    abstract: ClassVar[bool] = True
+
+    _dw_context: ActivityContext | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("abstract", False):
+            registry.register_activity(cls)
+
+    def handle(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement handle()")
+
+    def backoff(self) -> list[int] | int:
+        """Seconds to wait before each retry; the last entry repeats."""
+        return list(DEFAULT_BACKOFF)
+
+    # ------------------------------------------------------------ context
+    def _context(self) -> ActivityContext:
+        if self._dw_context is None:
+            raise NotInActivityError("this method only works while the activity is running")
+        return self._dw_context
+
+    def activity_id(self) -> str:
+        """Stable across retries: use it as the idempotency key of side effects."""
+        return self._context().activity_id
+
+    def attempt_id(self) -> str | None:
+        return self._context().attempt_id
+
+    def attempt_count(self) -> int:
+        return self._context().attempt_count
+
+    def workflow_id(self) -> str:
+        return self._context().workflow_id
+
+    def run_id(self) -> str:
+        return self._context().run_id
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Tell the engine this attempt is alive; renews its lease."""
+        self._context().heartbeat(details)
+
+
+def retry_policy(cls: type[Activity] | None, options: ActivityOptions | None) -> dict[str, Any]:
+    """The options snapshot stored on the execution when it is scheduled."""
+    opts = options or ActivityOptions()
+    snapshot = opts.snapshot()
+    if cls is not None:
+        if snapshot["max_attempts"] is None:
+            snapshot["max_attempts"] = int(cls.tries)
+        if snapshot["backoff"] is None:
+            snapshot["backoff"] = cls.__new__(cls).backoff()
+    if snapshot["max_attempts"] is None:
+        snapshot["max_attempts"] = 1
+    snapshot["backoff"] = normalize_backoff(
+        snapshot["backoff"] if snapshot["backoff"] is not None else list(DEFAULT_BACKOFF)
+    )
+    snapshot["non_retryable_error_types"] = list(snapshot["non_retryable_error_types"])
+    return snapshot

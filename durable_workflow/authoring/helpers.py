@@ -1,0 +1,121 @@
+"""The in-body helpers: tiny functions forwarding to the current runtime.
+
+Each one is a durable step: it is recorded the first time and answered from
+history on every replay. Outside a workflow body they raise
+``NotInWorkflowError``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid as _uuid
+from collections.abc import Callable
+from typing import Any
+
+from durable_workflow import ids, registry
+from durable_workflow.engine.durations import Duration, to_seconds
+from durable_workflow.engine.failures import class_path
+from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
+from durable_workflow.exceptions import NotInWorkflowError
+from durable_workflow.options import ActivityOptions
+
+
+def _runtime(helper: str) -> WorkflowRuntime:
+    runtime = current_runtime()
+    if runtime is None:
+        raise NotInWorkflowError(
+            f"durable_workflow.{helper}() can only be called inside a workflow body"
+        )
+    return runtime
+
+
+def _split_options(args: tuple[Any, ...], options: Any, kind: type) -> tuple[Any, tuple[Any, ...]]:
+    if options is None and args and isinstance(args[0], kind):
+        return args[0], args[1:]
+    return options, args
+
+
+def activity(activity: type | str, *args: Any, options: ActivityOptions | None = None) -> Any:
+    """Run an activity and return its result (or raise its final failure)."""
+    from durable_workflow.authoring.activity import Activity, retry_policy
+
+    runtime = _runtime("activity")
+    options, args = _split_options(args, options, ActivityOptions)
+    if isinstance(activity, str):
+        try:
+            cls: type[Activity] | None = registry.activity_class(activity)
+        except LookupError:
+            cls = None  # served by another process; routing comes from options
+        type_key = activity
+    elif isinstance(activity, type) and issubclass(activity, Activity):
+        cls, type_key = activity, str(activity.type_key)
+    else:
+        raise TypeError(f"activity() takes an Activity subclass or a type key, not {activity!r}")
+    snapshot = retry_policy(cls, options)
+    queue = snapshot["queue"] or (cls.queue if cls else None)
+    connection = snapshot["connection"] or (cls.connection if cls else None)
+    return runtime.schedule_activity(
+        activity_type=type_key,
+        activity_class=class_path(cls) if cls else "",
+        arguments=list(args),
+        options=snapshot,
+        queue=queue,
+        connection=connection,
+    )
+
+
+execute_activity = activity
+
+
+def timer(duration: Duration) -> None:
+    """Sleep durably; ``timer(0)`` returns at once and is still recorded."""
+    runtime = _runtime("timer")
+    runtime.timer(to_seconds(duration, now=runtime.now()))
+
+
+def seconds(n: float) -> None:
+    timer(n)
+
+
+def minutes(n: float) -> None:
+    timer(n * 60)
+
+
+def hours(n: float) -> None:
+    timer(n * 3600)
+
+
+def days(n: float) -> None:
+    timer(n * 86400)
+
+
+def weeks(n: float) -> None:
+    timer(n * 604800)
+
+
+def months(n: int) -> None:
+    timer(f"{int(n)} months")
+
+
+def years(n: int) -> None:
+    timer(f"{int(n)} years")
+
+
+def side_effect(fn: Callable[[], Any]) -> Any:
+    """Call ``fn`` once, record its value, and return the recorded value on replay."""
+    return _runtime("side_effect").side_effect(fn)
+
+
+def uuid4() -> str:
+    """A random UUID string that replays identically."""
+    return str(_runtime("uuid4").side_effect(lambda: str(_uuid.uuid4())))
+
+
+def uuid7() -> str:
+    """A time-ordered UUID string that replays identically."""
+    return str(_runtime("uuid7").side_effect(lambda: str(ids.uuid7())))
+
+
+def now() -> dt.datetime:
+    """Deterministic workflow time: when the last input the body consumed was recorded."""
+    return _runtime("now").now()

@@ -1,0 +1,71 @@
+"""The ``Workflow`` base class. Bodies are deterministic and replayed from history."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from durable_workflow import registry
+from durable_workflow.authoring import helpers
+from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
+from durable_workflow.exceptions import NotInWorkflowError
+
+
+class Workflow:
+    """Subclass and implement ``handle()``; start it with ``WorkflowStub``."""
+
+    #: Durable type key stored in history; set it explicitly.
+    type_key: ClassVar[str | None] = None
+    #: Celery queue and named connection for this workflow's tasks.
+    queue: ClassVar[str | None] = None
+    connection: ClassVar[str | None] = None
+    #: Declared signal names.
+    signals: ClassVar[list[Any]] = []
+    #: Set on intermediate base classes that should not be registered.
+    abstract: ClassVar[bool] = True
+
+    _dw_runtime: WorkflowRuntime | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("abstract", False):
+            registry.register_workflow(cls)
+
+    @classmethod
+    def _dw_instantiate(cls, runtime: WorkflowRuntime) -> Workflow:
+        instance = cls.__new__(cls)
+        instance._dw_runtime = runtime
+        instance.__init__()  # type: ignore[misc]
+        return instance
+
+    def handle(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement handle()")
+
+    def _runtime(self) -> WorkflowRuntime:
+        runtime = self._dw_runtime or current_runtime()
+        if runtime is None:
+            raise NotInWorkflowError("this method only works inside a running workflow")
+        return runtime
+
+    def workflow_id(self) -> str:
+        """The instance id, stable for the life of the workflow."""
+        return self._runtime().workflow_id
+
+    def run_id(self) -> str:
+        """The id of the run (execution generation) being executed."""
+        return self._runtime().run_id
+
+    # The in-body helpers, also reachable as ``Workflow.activity(...)`` etc.
+    activity = staticmethod(helpers.activity)
+    execute_activity = staticmethod(helpers.execute_activity)
+    timer = staticmethod(helpers.timer)
+    seconds = staticmethod(helpers.seconds)
+    minutes = staticmethod(helpers.minutes)
+    hours = staticmethod(helpers.hours)
+    days = staticmethod(helpers.days)
+    weeks = staticmethod(helpers.weeks)
+    months = staticmethod(helpers.months)
+    years = staticmethod(helpers.years)
+    side_effect = staticmethod(helpers.side_effect)
+    uuid4 = staticmethod(helpers.uuid4)
+    uuid7 = staticmethod(helpers.uuid7)
+    now = staticmethod(helpers.now)

@@ -1,0 +1,89 @@
+"""System checks (``manage.py check``) for settings that would bite at run time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.db import connections
+
+from durable_workflow.exceptions import ConfigurationError
+
+
+@checks.register("durable_workflow")
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from durable_workflow.conf import get_settings
+
+    try:
+        get_settings()
+    except ConfigurationError as exc:
+        return [checks.Error(str(exc), id="durable_workflow.E001")]
+    return []
+
+
+@checks.register("durable_workflow")
+def check_celery(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from durable_workflow.conf import get_settings
+    from durable_workflow.transport.celery import celery_app
+
+    messages: list[checks.CheckMessage] = []
+    try:
+        app = celery_app()
+        for name in get_settings().CONNECTIONS:
+            celery_app(name)
+    except (ConfigurationError, ImportError) as exc:
+        return [checks.Error(f"Celery app cannot be loaded: {exc}", id="durable_workflow.E002")]
+    if app.main is None and not get_settings().CELERY_APP:
+        messages.append(
+            checks.Warning(
+                "no Celery app is configured; workflow tasks would go to Celery's default app",
+                hint="Set DURABLE_WORKFLOW['CELERY_APP'] to your app's dotted path.",
+                id="durable_workflow.W001",
+            )
+        )
+    if app.conf.task_always_eager and not settings.DEBUG:
+        messages.append(
+            checks.Warning(
+                "Celery runs tasks eagerly: on_commit publishing, routing and retries "
+                "are bypassed",
+                hint="Use durable_workflow.testing's fake mode in tests instead.",
+                id="durable_workflow.W002",
+            )
+        )
+    return messages
+
+
+@checks.register("durable_workflow", checks.Tags.database)
+def check_sqlite_mode(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    messages: list[checks.CheckMessage] = []
+    for alias in connections:
+        conn = connections[alias]
+        if conn.vendor != "sqlite":
+            continue
+        mode = (conn.settings_dict.get("OPTIONS") or {}).get("transaction_mode")
+        if mode != "IMMEDIATE":
+            messages.append(
+                checks.Warning(
+                    f"SQLite database {alias!r} does not use transaction_mode IMMEDIATE; "
+                    "concurrent workers will see 'database is locked' far more often",
+                    hint="Add 'OPTIONS': {'transaction_mode': 'IMMEDIATE', 'timeout': 20}.",
+                    id="durable_workflow.W003",
+                )
+            )
+    return messages
+
+
+@checks.register("durable_workflow")
+def check_cache_locks(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
+    if "locmem" in backend.lower() or "dummy" in backend.lower():
+        return [
+            checks.Info(
+                "the default cache is process-local; singleton locks (schedule ticks) only "
+                "hold within one process",
+                hint="Use django-redis for deployments with several machines.",
+                id="durable_workflow.I001",
+            )
+        ]
+    return []

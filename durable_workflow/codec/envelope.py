@@ -1,0 +1,117 @@
+"""The stored payload envelope ``{"codec": <name>, "blob": <text>}``.
+
+A payload is only ever decoded with the codec its envelope names; when the
+caller knows which codec a run was started with, a mismatch is refused rather
+than transcoded.  Anything that is not a tagged envelope is refused too.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any, Final, Protocol
+
+from durable_workflow.codec import avro, json_codec
+from durable_workflow.exceptions import PayloadCodecError
+
+
+class PayloadCodec(Protocol):
+    """What a codec module provides (``avro`` and ``json_codec`` both do)."""
+
+    def encode_blob(self, value: Any) -> str: ...
+
+    def decode_blob(self, blob: str) -> Any: ...
+
+
+CODECS: Final[dict[str, PayloadCodec]] = {"avro": avro, "json": json_codec}
+DEFAULT_CODEC: Final = "avro"
+
+
+def _codec(name: object) -> PayloadCodec:
+    module = CODECS.get(name) if isinstance(name, str) else None
+    if module is None:
+        raise PayloadCodecError("unsupported_payload_codec", f"unknown payload codec {name!r}")
+    return module
+
+
+def _open(envelope: object, expected_codec: str | None = None) -> tuple[str, str]:
+    """Return (codec name, blob) of a well-formed envelope, or raise."""
+    if not isinstance(envelope, dict):
+        raise PayloadCodecError(
+            "unsupported_payload_codec", f"untagged payload of type {type(envelope).__name__}"
+        )
+    name = envelope.get("codec")
+    blob = envelope.get("blob")
+    if not isinstance(name, str) or not isinstance(blob, str):
+        raise PayloadCodecError(
+            "unsupported_payload_codec", "envelope needs a string 'codec' and a string 'blob'"
+        )
+    if expected_codec is not None and name != expected_codec:
+        raise PayloadCodecError(
+            "unsupported_payload_codec", f"payload uses {name!r} but {expected_codec!r} is required"
+        )
+    return name, blob
+
+
+def encode(value: Any, codec: str = DEFAULT_CODEC) -> dict[str, str]:
+    """Wrap ``value`` in an envelope tagged with ``codec``."""
+    return {"codec": codec, "blob": _codec(codec).encode_blob(value)}
+
+
+def decode(envelope: Any, expected_codec: str | None = None) -> Any:
+    """Decode an envelope with the codec it names (which must equal ``expected_codec``)."""
+    name, blob = _open(envelope, expected_codec)
+    return _codec(name).decode_blob(blob)
+
+
+def encoded_size(envelope: Any) -> int:
+    """Size in bytes that payload limits are measured against.
+
+    For Avro that is the raw single-object frame (computed from the base64
+    length without decoding it); for JSON, the UTF-8 length of the text.
+    """
+    name, blob = _open(envelope)
+    _codec(name)
+    if name == "avro":
+        if len(blob) % 4:
+            raise PayloadCodecError(
+                "invalid_payload_framing", "base64 length is not a multiple of 4"
+            )
+        return len(blob) // 4 * 3 - blob[-2:].count("=")
+    if blob.isascii():
+        return len(blob)
+    return len(blob.encode("utf-8", "surrogatepass"))
+
+
+# PHP turns canonical decimal-integer keys into int keys, so such maps cannot be shown as plain
+# JSON objects without losing their type; "$type" is reserved by the projection itself.
+_INTEGER_KEY = re.compile(r"(?:0|-?[1-9][0-9]{0,18})")
+
+
+def _plain_json_key(key: object) -> bool:
+    if not isinstance(key, str) or key == "$type":
+        return False
+    if _INTEGER_KEY.fullmatch(key) is None:
+        return True
+    return not avro.INT64_MIN <= int(key) <= avro.INT64_MAX
+
+
+def to_inspection_json(value: Any) -> Any:
+    """Project a decoded value onto plain JSON for display (admin pages, CLI).
+
+    Bytes become ``{"$type": "bytes", "base64": ...}``; empty maps, and maps whose
+    keys look like integers, become ``{"$type": "map", "entries": [...]}``.  The
+    projection is lossy by design: the envelope stays the authority.
+    """
+    if isinstance(value, dict):
+        if not value or not all(_plain_json_key(k) for k in value):
+            return {
+                "$type": "map",
+                "entries": [{"key": k, "value": to_inspection_json(v)} for k, v in value.items()],
+            }
+        return {k: to_inspection_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_inspection_json(v) for v in value]
+    if isinstance(value, bytes):
+        return {"$type": "bytes", "base64": base64.b64encode(value).decode("ascii")}
+    return value

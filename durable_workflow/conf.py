@@ -1,0 +1,73 @@
+"""Typed settings, read from the single ``DURABLE_WORKFLOW`` dict in Django settings.
+
+Every key is optional; ``docs/reference/settings.md`` documents each one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from durable_workflow.exceptions import ConfigurationError
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    #: Dotted path to the project's Celery app; ``None`` uses Celery's current app.
+    CELERY_APP: str | None = None
+    #: Extra named Celery apps for the ``connection`` routing attribute.
+    CONNECTIONS: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Queue for workflow tasks and activities that name none (``None``: Celery's default).
+    DEFAULT_QUEUE: str | None = None
+    #: Payload codec for new runs: ``"avro"`` (default) or ``"json"``.
+    PAYLOAD_CODEC: str = "avro"
+    #: How long an activity attempt owns its task before repair may hand it out again.
+    ACTIVITY_LEASE_SECONDS: int = 300
+    #: Lease a workflow task holds while it replays (it commits in one transaction).
+    WORKFLOW_TASK_LEASE_SECONDS: int = 300
+    #: A ready task whose message was sent this long ago and is still unclaimed is re-sent.
+    REDISPATCH_AFTER_SECONDS: int = 3
+    #: Upper bound of the exponential back-off between re-sends of one task.
+    REDISPATCH_MAX_BACKOFF_SECONDS: int = 300
+    #: Tasks inspected per repair pass.
+    REPAIR_SCAN_LIMIT: int = 500
+    #: How often the Celery beat entry runs the repair pass.
+    REPAIR_INTERVAL_SECONDS: float = 5.0
+    #: Longest broker countdown used to wake a timer; the database row decides.
+    TIMER_MAX_COUNTDOWN_SECONDS: int = 900
+    #: Times a workflow task is retried when SQLite reports "database is locked".
+    DATABASE_LOCKED_RETRIES: int = 10
+    #: Identifier this process reports as lease owner (default: hostname:pid).
+    WORKER_ID: str | None = None
+
+
+_INT_KEYS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", "float")}
+
+
+@functools.cache
+def get_settings() -> Settings:
+    raw: Any = getattr(django_settings, "DURABLE_WORKFLOW", {}) or {}
+    if not isinstance(raw, dict):
+        raise ConfigurationError("settings.DURABLE_WORKFLOW must be a dict")
+    known = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigurationError(f"unknown DURABLE_WORKFLOW keys: {', '.join(unknown)}")
+    for key in _INT_KEYS & set(raw):
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigurationError(f"DURABLE_WORKFLOW[{key!r}] must be a number >= 0")
+    if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
+        raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
+    return Settings(**raw)
+
+
+@receiver(setting_changed)
+def _reset(setting: str, **kwargs: Any) -> None:
+    if setting == "DURABLE_WORKFLOW":
+        get_settings.cache_clear()

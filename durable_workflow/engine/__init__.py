@@ -1,0 +1,1 @@
+"""The pure replay engine: no Django, no Celery, only greenlets and data."""

@@ -1,0 +1,84 @@
+"""History event names (durable wire strings) and the plain event record."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class EventType(StrEnum):
+    START_ACCEPTED = "StartAccepted"
+    WORKFLOW_STARTED = "WorkflowStarted"
+    WORKFLOW_COMPLETED = "WorkflowCompleted"
+    WORKFLOW_FAILED = "WorkflowFailed"
+    WORKFLOW_TIMED_OUT = "WorkflowTimedOut"
+    WORKFLOW_CANCELLED = "WorkflowCancelled"
+    WORKFLOW_TERMINATED = "WorkflowTerminated"
+    WORKFLOW_CONTINUED_AS_NEW = "WorkflowContinuedAsNew"
+    REPAIR_REQUESTED = "RepairRequested"
+    CANCEL_REQUESTED = "CancelRequested"
+    TERMINATE_REQUESTED = "TerminateRequested"
+    ACTIVITY_SCHEDULED = "ActivityScheduled"
+    ACTIVITY_STARTED = "ActivityStarted"
+    ACTIVITY_HEARTBEAT_RECORDED = "ActivityHeartbeatRecorded"
+    ACTIVITY_RETRY_SCHEDULED = "ActivityRetryScheduled"
+    ACTIVITY_COMPLETED = "ActivityCompleted"
+    ACTIVITY_FAILED = "ActivityFailed"
+    ACTIVITY_CANCELLED = "ActivityCancelled"
+    ACTIVITY_TIMED_OUT = "ActivityTimedOut"
+    TIMER_SCHEDULED = "TimerScheduled"
+    TIMER_FIRED = "TimerFired"
+    TIMER_CANCELLED = "TimerCancelled"
+    SIDE_EFFECT_RECORDED = "SideEffectRecorded"
+    FAILURE_HANDLED = "FailureHandled"
+
+
+#: Events written because the body asked for something; keyed by step.
+COMMAND_EVENTS = frozenset(
+    {
+        EventType.ACTIVITY_SCHEDULED,
+        EventType.TIMER_SCHEDULED,
+        EventType.SIDE_EFFECT_RECORDED,
+    }
+)
+
+#: Events that resolve a step the body is waiting on, delivered in log order.
+RESOLUTION_EVENTS = frozenset(
+    {
+        EventType.ACTIVITY_COMPLETED,
+        EventType.ACTIVITY_FAILED,
+        EventType.ACTIVITY_TIMED_OUT,
+        EventType.ACTIVITY_CANCELLED,
+        EventType.TIMER_FIRED,
+    }
+)
+
+#: Events that close a run; nothing may follow them.
+TERMINAL_EVENTS = frozenset(
+    {
+        EventType.WORKFLOW_COMPLETED,
+        EventType.WORKFLOW_FAILED,
+        EventType.WORKFLOW_TIMED_OUT,
+        EventType.WORKFLOW_CANCELLED,
+        EventType.WORKFLOW_TERMINATED,
+        EventType.WORKFLOW_CONTINUED_AS_NEW,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One row of a run's append-only history, as the engine sees it."""
+
+    sequence: int
+    event_type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    recorded_at: dt.datetime | None = None
+
+    @property
+    def step(self) -> int | None:
+        """The body step this event belongs to, when it belongs to one."""
+        value = self.payload.get("sequence")
+        return int(value) if value is not None else None

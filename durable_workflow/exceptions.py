@@ -1,0 +1,147 @@
+"""Every error the library raises, under one root.
+
+Cancellation-style exceptions derive from ``BaseException`` on purpose: a
+workflow body that writes ``except Exception`` must not be able to swallow them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DurableWorkflowError(Exception):
+    """Root of every error raised by durable_workflow."""
+
+
+class ConfigurationError(DurableWorkflowError):
+    """The DURABLE_WORKFLOW settings or a class definition are invalid."""
+
+
+class InvalidInstanceIdError(DurableWorkflowError, ValueError):
+    """An instance id is not a URL-safe string of at most 191 characters."""
+
+
+class InvalidDurationError(DurableWorkflowError, ValueError):
+    """A timer or timeout duration could not be understood."""
+
+
+class UnknownTypeError(DurableWorkflowError, LookupError):
+    """No workflow or activity class is registered under a type key."""
+
+
+class WorkflowNotFoundError(DurableWorkflowError, LookupError):
+    """No workflow instance or run exists for the given id."""
+
+
+class NotInWorkflowError(DurableWorkflowError, RuntimeError):
+    """A workflow-only helper was called outside a running workflow body."""
+
+
+class NotInActivityError(DurableWorkflowError, RuntimeError):
+    """An activity-only helper was called outside a running activity."""
+
+
+class WorkflowOrmAccessError(DurableWorkflowError, RuntimeError):
+    """A workflow body touched the database, which would break determinism."""
+
+
+class NonDeterminismError(DurableWorkflowError):
+    """Replayed code asked for something other than what history recorded."""
+
+    def __init__(self, step: int, recorded: str | None, requested: str | None, detail: str = ""):
+        self.step = step
+        self.recorded = recorded
+        self.requested = requested
+        self.detail = detail
+        text = (
+            f"non-deterministic workflow at step {step}: "
+            f"history recorded {recorded or 'nothing'}, the code asked for {requested or 'nothing'}"
+        )
+        if detail:
+            text += f" ({detail})"
+        super().__init__(text)
+
+
+class NonRetryableError(DurableWorkflowError):
+    """Raise (or subclass) in an activity to stop further retries."""
+
+
+class ActivityFailed(DurableWorkflowError):
+    """An activity failed for good; raised inside the workflow body.
+
+    When the original exception class can be imported, the engine raises a
+    subclass of both that class and ``ActivityFailed`` so that ``except`` on
+    either works.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        activity_type: str = "",
+        exception_type: str = "",
+        exception_class: str = "",
+        non_retryable: bool = False,
+        failure_id: str | None = None,
+        details: Any = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.activity_type = activity_type
+        self.exception_type = exception_type
+        self.exception_class = exception_class
+        self.non_retryable = non_retryable
+        self.failure_id = failure_id
+        self.details = details
+
+
+class ChildWorkflowFailed(DurableWorkflowError):
+    """A child workflow failed; raised inside the parent body."""
+
+
+class StructuralLimitExceeded(DurableWorkflowError):
+    """A structural limit (pending work, batch, payload size...) was exceeded."""
+
+    def __init__(self, kind: str, value: int, configured: int):
+        self.kind = kind
+        self.value = value
+        self.configured = configured
+        super().__init__(f"structural limit {kind} exceeded: {value} > {configured}")
+
+
+class VersionNotSupported(DurableWorkflowError):
+    """A recorded version marker lies outside the range the code supports."""
+
+
+class PayloadCodecError(DurableWorkflowError, ValueError):
+    """A value could not be encoded, or a stored payload could not be decoded.
+
+    ``reason`` is one of the spec's machine-readable codes, e.g.
+    ``invalid_payload_framing`` or ``unsupported_value_type``.
+    """
+
+    def __init__(self, reason: str, message: str = ""):
+        self.reason = reason
+        super().__init__(f"{reason}: {message}" if message else reason)
+
+
+class CommandRejected(DurableWorkflowError):
+    """A client command (start, signal, ...) was durably rejected."""
+
+    def __init__(self, outcome: str, reason: str | None, message: str = "", **metadata: Any):
+        self.outcome = outcome
+        self.reason = reason
+        self.metadata = metadata
+        super().__init__(message or f"command rejected: {outcome} ({reason})")
+
+
+class WorkflowAlreadyStartedError(CommandRejected):
+    """start() found the instance already started under reject_duplicate."""
+
+
+class WorkflowCancelled(BaseException):  # noqa: N818 - spec name
+    """The run was cancelled; derives from BaseException on purpose."""
+
+
+class ActivityCancelled(BaseException):  # noqa: N818 - spec name
+    """The activity was cancelled; derives from BaseException on purpose."""

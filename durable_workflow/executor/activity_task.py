@@ -1,0 +1,258 @@
+"""An activity task: claim (transaction 1), run user code, settle (transaction 2).
+
+User code runs outside any transaction. The claim hands out a fencing token
+(lease id + generation); settlement is accepted only while that exact token
+still owns the task, so a late report from an attempt that lost its lease is
+answered "stale" and writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import clock, registry
+from durable_workflow.codec import envelope
+from durable_workflow.conf import get_settings
+from durable_workflow.engine.events import EventType
+from durable_workflow.engine.failures import describe
+from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
+from durable_workflow.executor import dispatch
+from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    ActivityStatus,
+    AttemptStatus,
+    FailureCategory,
+    TaskStatus,
+    TaskType,
+)
+from durable_workflow.store import activities, commands, history, runs, tasks
+from durable_workflow.store.records import ActivityRecord
+
+logger = logging.getLogger("durable_workflow")
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    """The fencing identity of one claimed attempt."""
+
+    task_id: uuid.UUID
+    run_id: uuid.UUID
+    lease_id: uuid.UUID
+    generation: int
+    attempt_id: uuid.UUID
+    attempt_number: int
+    execution: ActivityRecord
+    instance_id: str
+    payload_codec: str
+
+
+def run_activity_task(task_id: Any) -> str:
+    """Execute one activity attempt; returns ``completed``, ``retrying``, ``failed``,
+    ``stale`` or ``skipped``."""
+    lease = _claim(task_id)
+    if lease is None:
+        return "skipped"
+    ok, value = _invoke(lease)
+    return _settle(lease, ok, value)
+
+
+@retry_when_locked
+def _claim(task_id: Any) -> Lease | None:
+    now = clock.now()
+    settings = get_settings()
+    with transaction.atomic():
+        task = tasks.get(task_id)
+        if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
+            return None
+        run = runs.lock_run(task.run_id)
+        claimed = tasks.claim(
+            task_id, owner=worker_id(), now=now, lease_seconds=settings.ACTIVITY_LEASE_SECONDS
+        )
+        if run is None or claimed is None or claimed.lease_id is None:
+            return None
+        execution = activities.get_execution(task.activity_execution_id)
+        if run.status in TERMINAL_RUN_STATUSES or execution is None:
+            tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
+            return None
+        if execution.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
+            tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
+            return None
+        activities.expire_attempt(execution.current_attempt_id, now=now)
+        expires = now + dt.timedelta(seconds=settings.ACTIVITY_LEASE_SECONDS)
+        attempt_id, number = activities.start_attempt(
+            execution, task_id=claimed.id, owner=worker_id(), lease_expires_at=expires, now=now
+        )
+        history.append_events(
+            run,
+            [
+                (
+                    EventType.ACTIVITY_STARTED,
+                    {
+                        "sequence": execution.sequence,
+                        "activity_execution_id": str(execution.id),
+                        "activity_attempt_id": str(attempt_id),
+                        "activity_type": execution.activity_type,
+                        "attempt_number": number,
+                        "task_id": str(claimed.id),
+                        "lease_owner": worker_id(),
+                        "lease_expires_at": expires.isoformat(),
+                    },
+                )
+            ],
+            now=now,
+        )
+        runs.save_run(run, now=now)
+    return Lease(
+        task_id=claimed.id,
+        run_id=run.id,
+        lease_id=claimed.lease_id,
+        generation=claimed.lease_generation,
+        attempt_id=attempt_id,
+        attempt_number=number,
+        execution=execution,
+        instance_id=run.instance_id,
+        payload_codec=run.payload_codec,
+    )
+
+
+def _invoke(lease: Lease) -> tuple[bool, Any]:
+    """Run the user's ``handle()``; returns (True, result envelope) or (False, exception)."""
+    from durable_workflow.authoring.activity import ActivityContext
+    from durable_workflow.executor.heartbeat import heartbeat
+
+    execution = lease.execution
+    try:
+        cls: Any = registry.activity_class(execution.activity_type)
+        arguments = envelope.decode(execution.arguments, expected_codec=lease.payload_codec)
+        instance = cls()
+        instance._dw_context = ActivityContext(
+            workflow_id=lease.instance_id,
+            run_id=str(lease.run_id),
+            activity_id=str(execution.id),
+            attempt_id=str(lease.attempt_id),
+            attempt_count=lease.attempt_number,
+            heartbeat=lambda details=None: heartbeat(lease, details),
+        )
+        result = instance.handle(*(arguments or []))
+        return True, envelope.encode(result, lease.payload_codec)
+    except Exception as exc:  # an activity failure is data, not a crash
+        return False, exc
+
+
+def _non_retryable(exc: BaseException, declared: list[str]) -> bool:
+    if isinstance(exc, NonRetryableError | PayloadCodecError):
+        return True
+    names = set()
+    for cls in type(exc).__mro__:
+        names.update({cls.__name__, f"{cls.__module__}.{cls.__qualname__}"})
+        if getattr(cls, "type_key", None):
+            names.add(cls.type_key)
+    return bool(names & set(declared))
+
+
+@retry_when_locked
+def _settle(lease: Lease, ok: bool, value: Any) -> str:
+    now = clock.now()
+    execution = lease.execution
+    with transaction.atomic():
+        run = runs.lock_run(lease.run_id)
+        if run is None or not tasks.holds_lease(lease.task_id, lease.lease_id, lease.generation):
+            logger.info("stale report for activity %s ignored", execution.id)
+            return "stale"
+        current = activities.get_execution(execution.id)
+        if current is None or current.current_attempt_id != lease.attempt_id:
+            return "stale"
+        base = {
+            "sequence": execution.sequence,
+            "activity_execution_id": str(execution.id),
+            "activity_attempt_id": str(lease.attempt_id),
+            "activity_type": execution.activity_type,
+            "attempt_number": lease.attempt_number,
+        }
+        if run.status in TERMINAL_RUN_STATUSES:
+            activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
+            tasks.settle(lease.task_id, TaskStatus.CANCELLED, now=now)
+            return "stale"
+        if ok:
+            outcome = "completed"
+            activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
+            activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now, result=value)
+            tasks.settle(lease.task_id, TaskStatus.COMPLETED, now=now)
+            events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
+            wake_workflow(run, now=now)
+        else:
+            outcome, events = _fail(lease, run, value, base, now=now)
+        history.append_events(run, events, now=now)
+        runs.save_run(run, now=now)
+    return outcome
+
+
+def _fail(
+    lease: Lease, run: Any, exc: BaseException, base: dict[str, Any], *, now: dt.datetime
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    execution = lease.execution
+    policy = execution.options
+    info = describe(exc, category=FailureCategory.ACTIVITY)
+    non_retryable = _non_retryable(exc, policy.get("non_retryable_error_types") or [])
+    max_attempts = int(policy.get("max_attempts", 1))
+    activities.close_attempt(lease.attempt_id, AttemptStatus.FAILED, now=now)
+    tasks.settle(lease.task_id, TaskStatus.FAILED, now=now, error=info.traceback)
+    if not non_retryable and (max_attempts == 0 or lease.attempt_number < max_attempts):
+        backoff = policy.get("backoff") or [1]
+        delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])
+        activities.reopen_execution(execution.id)
+        retry = tasks.create_task(
+            run_id=run.id,
+            task_type=TaskType.ACTIVITY,
+            available_at=now + dt.timedelta(seconds=delay),
+            queue=execution.queue,
+            connection=execution.connection,
+            activity_execution_id=execution.id,
+            now=now,
+            payload={
+                "retry_of_task_id": str(lease.task_id),
+                "retry_after_attempt_id": str(lease.attempt_id),
+                "retry_after_attempt": lease.attempt_number,
+                "retry_backoff_seconds": delay,
+            },
+        )
+        dispatch.enqueue(retry)
+        event = {
+            **base,
+            "retry_task_id": str(retry.id),
+            "retry_backoff_seconds": delay,
+            "exception_type": info.exception_type,
+            "message": info.message,
+        }
+        return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
+    failure_id = commands.record_failure(
+        run_id=run.id,
+        source_kind="activity_execution",
+        source_id=str(execution.id),
+        failure_category=FailureCategory.ACTIVITY,
+        exception_type=info.exception_type,
+        exception_class=info.exception_class,
+        message=info.message,
+        traceback=info.traceback,
+        non_retryable=non_retryable,
+        now=now,
+    )
+    activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
+    wake_workflow(run, now=now)
+    event = {
+        **base,
+        "failure_id": str(failure_id),
+        "failure_category": FailureCategory.ACTIVITY,
+        "exception_type": info.exception_type,
+        "exception_class": info.exception_class,
+        "message": info.message,
+        "non_retryable": non_retryable,
+    }
+    return "failed", [(EventType.ACTIVITY_FAILED, event)]

@@ -1,0 +1,91 @@
+"""Pieces every executor entry point shares."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+from django.db import OperationalError, connections
+
+from durable_workflow.conf import get_settings
+from durable_workflow.engine.runtime import current_runtime
+from durable_workflow.exceptions import WorkflowOrmAccessError
+from durable_workflow.executor import dispatch
+from durable_workflow.models import RunStatus, TaskType
+from durable_workflow.store import tasks
+from durable_workflow.store.records import RunRecord
+
+logger = logging.getLogger("durable_workflow")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def worker_id() -> str:
+    return get_settings().WORKER_ID or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def retry_when_locked(fn: Callable[P, R]) -> Callable[P, R]:
+    """Retry a whole transaction when SQLite reports the database as locked.
+
+    Other backends never raise this; on SQLite it is the expected answer to two
+    writers at once, and the transaction is safe to run again from the start.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        attempts = max(1, get_settings().DATABASE_LOCKED_RETRIES)
+        for attempt in range(attempts):
+            try:
+                return fn(*args, **kwargs)
+            except OperationalError as exc:
+                if "locked" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
+def wake_workflow(run: RunRecord, *, now: dt.datetime) -> None:
+    """Make sure exactly one ready workflow task exists for the run."""
+    if tasks.ready_workflow_task(run.id) is None:
+        task = tasks.create_task(
+            run_id=run.id,
+            task_type=TaskType.WORKFLOW,
+            available_at=now,
+            queue=run.queue,
+            connection=run.connection,
+            now=now,
+        )
+        dispatch.enqueue(task)
+    if run.status == RunStatus.WAITING:
+        run.set(status=RunStatus.PENDING)
+
+
+def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    runtime = current_runtime()
+    if runtime is not None:
+        runtime.fail_fatally(
+            WorkflowOrmAccessError(
+                "a workflow body queried the database; bodies must be deterministic: "
+                "move the query into an activity"
+            )
+        )
+    return execute(sql, params, many, context)
+
+
+@contextlib.contextmanager
+def orm_guard() -> Iterator[None]:
+    """Refuse database access from workflow-body greenlets on every connection."""
+    with contextlib.ExitStack() as stack:
+        for conn in connections.all():
+            stack.enter_context(conn.execute_wrapper(_refuse_orm_in_body))
+        yield

@@ -1,0 +1,163 @@
+"""Starting a workflow: the start command, the first run and its first task, atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import clock
+from durable_workflow.codec import envelope
+from durable_workflow.conf import get_settings
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor import dispatch
+from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.ids import validate_instance_id
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    CommandStatus,
+    CommandType,
+    RunStatus,
+    TaskType,
+)
+from durable_workflow.options import DuplicateStartPolicy, StartOptions
+from durable_workflow.store import commands, history, runs, tasks
+
+
+@dataclasses.dataclass(frozen=True)
+class StartOutcome:
+    accepted: bool
+    outcome: str
+    command_id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    rejection_reason: str | None = None
+
+
+@retry_when_locked
+def start_workflow(
+    *,
+    instance_id: str,
+    workflow_type: str,
+    workflow_class: str,
+    arguments: list[Any],
+    options: StartOptions,
+    queue: str | None,
+    connection: str | None,
+    source: str = "client",
+) -> StartOutcome:
+    validate_instance_id(instance_id)
+    settings = get_settings()
+    codec = settings.PAYLOAD_CODEC
+    encoded = envelope.encode(list(arguments), codec)  # fails before anything is written
+    now = clock.now()
+    with transaction.atomic():
+        runs.reserve_instance(instance_id, workflow_type, now=now)
+        instance = runs.lock_instance(instance_id)
+        assert instance is not None
+        if instance.current_run_id is not None:
+            return _duplicate(instance.current_run_id, instance_id, options, source, now=now)
+        run = runs.create_run(
+            instance_id=instance_id,
+            workflow_type=workflow_type,
+            workflow_class=workflow_class,
+            arguments=encoded,
+            payload_codec=codec,
+            queue=queue or settings.DEFAULT_QUEUE,
+            connection=connection,
+            now=now,
+            extra=_run_extras(options, now),
+        )
+        command = commands.record_command(
+            instance_id=instance_id,
+            run_id=run.id,
+            command_type=CommandType.START,
+            status=CommandStatus.ACCEPTED,
+            outcome="started_new",
+            source=source,
+            now=now,
+            payload={"workflow_type": workflow_type},
+        )
+        started = {
+            "workflow_type": workflow_type,
+            "workflow_class": workflow_class,
+            "workflow_instance_id": instance_id,
+            "workflow_run_id": str(run.id),
+            "run_number": run.run_number,
+            "arguments": encoded,
+            "payload_codec": codec,
+            "business_key": options.business_key,
+            "labels": options.labels,
+            "execution_timeout_seconds": options.execution_timeout_seconds,
+            "run_timeout_seconds": options.run_timeout_seconds,
+        }
+        history.append_events(
+            run,
+            [
+                (EventType.START_ACCEPTED, {"command_id": str(command.id)}),
+                (EventType.WORKFLOW_STARTED, started),
+            ],
+            now=now,
+        )
+        task = tasks.create_task(
+            run_id=run.id,
+            task_type=TaskType.WORKFLOW,
+            available_at=now,
+            queue=run.queue,
+            connection=connection,
+            now=now,
+        )
+        run.set(status=RunStatus.PENDING)
+        runs.save_run(run, now=now)
+        dispatch.enqueue(task)
+    return StartOutcome(True, "started_new", command.id, instance_id, run.id)
+
+
+def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
+    def deadline(seconds: int | None) -> dt.datetime | None:
+        return now + dt.timedelta(seconds=seconds) if seconds else None
+
+    return {
+        "business_key": options.business_key,
+        "labels": dict(options.labels),
+        "memo": dict(options.memo),
+        "search_attributes": dict(options.search_attributes),
+        "execution_timeout_seconds": options.execution_timeout_seconds,
+        "run_timeout_seconds": options.run_timeout_seconds,
+        "execution_deadline_at": deadline(options.execution_timeout_seconds),
+        "run_deadline_at": deadline(options.run_timeout_seconds),
+    }
+
+
+def _duplicate(
+    run_id: uuid.UUID, instance_id: str, options: StartOptions, source: str, *, now: dt.datetime
+) -> StartOutcome:
+    current = runs.get_run(run_id)
+    active = current is not None and current.status not in TERMINAL_RUN_STATUSES
+    if active and options.duplicate_start_policy == DuplicateStartPolicy.RETURN_EXISTING_ACTIVE:
+        command = commands.record_command(
+            instance_id=instance_id,
+            run_id=run_id,
+            command_type=CommandType.START,
+            status=CommandStatus.ACCEPTED,
+            outcome="returned_existing_active",
+            source=source,
+            now=now,
+        )
+        return StartOutcome(True, "returned_existing_active", command.id, instance_id, run_id)
+    command = commands.record_command(
+        instance_id=instance_id,
+        run_id=run_id,
+        command_type=CommandType.START,
+        status=CommandStatus.REJECTED,
+        outcome="rejected_duplicate",
+        rejection_reason="instance_already_started",
+        source=source,
+        now=now,
+    )
+    return StartOutcome(
+        False, "rejected_duplicate", command.id, instance_id, run_id, "instance_already_started"
+    )

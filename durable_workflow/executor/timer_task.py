@@ -1,0 +1,56 @@
+"""A timer task: fire a due timer and wake the workflow. The row decides, not the broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import clock
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor import dispatch
+from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
+from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
+from durable_workflow.store import activities, history, runs, tasks
+
+
+@retry_when_locked
+def run_timer_task(task_id: Any) -> str:
+    """Returns ``fired``, ``early`` (message arrived before fire_at) or ``skipped``."""
+    now = clock.now()
+    with transaction.atomic():
+        task = tasks.get(task_id)
+        if task is None or task.status != TaskStatus.READY or task.timer_id is None:
+            return "skipped"
+        if task.available_at > now:
+            dispatch.enqueue(task)  # a chunked countdown: wait for the rest
+            return "early"
+        run = runs.lock_run(task.run_id)
+        claimed = tasks.claim(task_id, owner=worker_id(), now=now, lease_seconds=60)
+        if run is None or claimed is None:
+            return "skipped"
+        timer = activities.get_timer(task.timer_id)
+        if run.status in TERMINAL_RUN_STATUSES or timer is None:
+            tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
+            return "skipped"
+        tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
+        if timer.status != TimerStatus.PENDING or not activities.fire_timer(timer.id, now=now):
+            return "skipped"
+        history.append_events(
+            run,
+            [
+                (
+                    EventType.TIMER_FIRED,
+                    {
+                        "sequence": timer.sequence,
+                        "timer_id": str(timer.id),
+                        "delay_seconds": timer.delay_seconds,
+                        "fired_at": now.isoformat(),
+                    },
+                )
+            ],
+            now=now,
+        )
+        wake_workflow(run, now=now)
+        runs.save_run(run, now=now)
+    return "fired"

@@ -1,0 +1,121 @@
+"""Per-call and per-start options. Field names are the spec's, in snake_case."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from durable_workflow.exceptions import ConfigurationError
+
+DEFAULT_BACKOFF = (1, 2, 5, 10, 15, 30, 60, 120)
+
+
+class DuplicateStartPolicy(StrEnum):
+    REJECT_DUPLICATE = "reject_duplicate"
+    RETURN_EXISTING_ACTIVE = "return_existing_active"
+
+
+def _positive_or_none(name: str, value: int | None, minimum: int = 1) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def normalize_backoff(value: Any) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigurationError(f"backoff must be an int or a non-empty list of ints: {value!r}")
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
+            raise ConfigurationError(f"backoff entries must be seconds >= 0: {value!r}")
+        out.append(int(item))
+    return out
+
+
+@dataclass(frozen=True)
+class ActivityOptions:
+    """Per-call overrides for routing, retries and timeouts of one activity call."""
+
+    connection: str | None = None
+    queue: str | None = None
+    max_attempts: int | None = None
+    backoff: list[int] | int | None = None
+    start_to_close_timeout: int | None = None
+    schedule_to_start_timeout: int | None = None
+    schedule_to_close_timeout: int | None = None
+    heartbeat_timeout: int | None = None
+    non_retryable_error_types: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _positive_or_none("max_attempts", self.max_attempts, minimum=0)
+        for name in (
+            "start_to_close_timeout",
+            "schedule_to_start_timeout",
+            "schedule_to_close_timeout",
+            "heartbeat_timeout",
+        ):
+            _positive_or_none(name, getattr(self, name))
+        if self.backoff is not None:
+            normalize_backoff(self.backoff)
+
+    def snapshot(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """How a workflow starts; consumed by the engine, never passed to ``handle()``."""
+
+    duplicate_start_policy: DuplicateStartPolicy = DuplicateStartPolicy.REJECT_DUPLICATE
+    business_key: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
+    search_attributes: dict[str, Any] = field(default_factory=dict)
+    execution_timeout_seconds: int | None = None
+    run_timeout_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
+        )
+        for name in ("execution_timeout_seconds", "run_timeout_seconds"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ConfigurationError("Workflow execution timeout must be at least 1 second.")
+        if self.business_key is not None and (
+            not isinstance(self.business_key, str) or len(self.business_key) > 255
+        ):
+            raise ConfigurationError("business_key must be a string of at most 255 characters")
+
+    @classmethod
+    def reject_duplicate(cls) -> StartOptions:
+        return cls(duplicate_start_policy=DuplicateStartPolicy.REJECT_DUPLICATE)
+
+    @classmethod
+    def return_existing_active(cls) -> StartOptions:
+        return cls(duplicate_start_policy=DuplicateStartPolicy.RETURN_EXISTING_ACTIVE)
+
+    def with_business_key(self, key: str | None) -> StartOptions:
+        return dataclasses.replace(self, business_key=key)
+
+    def with_labels(self, labels: dict[str, str]) -> StartOptions:
+        return dataclasses.replace(self, labels=dict(labels))
+
+    def with_memo(self, memo: dict[str, Any]) -> StartOptions:
+        return dataclasses.replace(self, memo=dict(memo))
+
+    def with_search_attributes(self, attributes: dict[str, Any]) -> StartOptions:
+        return dataclasses.replace(self, search_attributes=dict(attributes))
+
+    def with_execution_timeout(self, seconds: int | None) -> StartOptions:
+        return dataclasses.replace(self, execution_timeout_seconds=seconds)
+
+    def with_run_timeout(self, seconds: int | None) -> StartOptions:
+        return dataclasses.replace(self, run_timeout_seconds=seconds)

@@ -1,0 +1,1 @@
+"""Every ORM read and write. Callers get plain records back, never model instances."""

@@ -1,0 +1,81 @@
+"""Command records (accepted or rejected) and failure rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from durable_workflow.ids import uuid7
+from durable_workflow.models import WorkflowCommand, WorkflowFailure
+from durable_workflow.store.records import CommandRecord
+
+
+def record_command(
+    *,
+    instance_id: str,
+    run_id: uuid.UUID | None,
+    command_type: str,
+    status: str,
+    outcome: str,
+    now: dt.datetime,
+    rejection_reason: str | None = None,
+    source: str = "client",
+    reason: str = "",
+    payload: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> CommandRecord:
+    row = WorkflowCommand.objects.create(
+        id=uuid7(),
+        instance_id=instance_id,
+        run_id=run_id,
+        command_type=command_type,
+        status=status,
+        outcome=outcome,
+        rejection_reason=rejection_reason,
+        source=source,
+        reason=reason,
+        payload=payload or {},
+        metadata=metadata or {},
+        created_at=now,
+    )
+    return CommandRecord(
+        id=row.id,
+        instance_id=instance_id,
+        run_id=run_id,
+        command_type=command_type,
+        status=status,
+        outcome=outcome,
+        rejection_reason=rejection_reason,
+    )
+
+
+def record_failure(
+    *,
+    run_id: uuid.UUID,
+    source_kind: str,
+    source_id: str,
+    failure_category: str,
+    exception_type: str,
+    exception_class: str,
+    message: str,
+    traceback: str,
+    non_retryable: bool,
+    now: dt.datetime,
+    details: dict[str, Any] | None = None,
+) -> uuid.UUID:
+    row = WorkflowFailure.objects.create(
+        id=uuid7(),
+        run_id=run_id,
+        source_kind=source_kind,
+        source_id=source_id,
+        failure_category=failure_category,
+        exception_type=exception_type[:255],
+        exception_class=exception_class[:255],
+        message=message,
+        traceback=traceback,
+        non_retryable=non_retryable,
+        details=details or {},
+        created_at=now,
+    )
+    return row.id

@@ -1,0 +1,56 @@
+"""The append-only history log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from durable_workflow.engine.events import HistoryEvent as Event
+from durable_workflow.models import HistoryEvent
+from durable_workflow.store.records import RunRecord
+
+
+def load_history(run_id: uuid.UUID | str, *, after_sequence: int = 0) -> list[Event]:
+    """The run's events in order, in one query (or only the tail after a sequence)."""
+    rows = HistoryEvent.objects.filter(run_id=run_id)
+    if after_sequence:
+        rows = rows.filter(sequence__gt=after_sequence)
+    return [
+        Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
+        for seq, kind, payload, at in rows.order_by("sequence").values_list(
+            "sequence", "event_type", "payload", "recorded_at"
+        )
+    ]
+
+
+def append_events(
+    run: RunRecord, events: Sequence[tuple[str, dict[str, Any]]], *, now: dt.datetime
+) -> list[Event]:
+    """Insert events at the run's next sequences; the caller holds the run lock.
+
+    The unique (run, sequence) constraint turns any race that slipped past the
+    lock into an IntegrityError instead of a duplicated history.
+    """
+    if not events:
+        return []
+    rows, appended, size = [], [], 0
+    sequence = run.next_sequence
+    for kind, payload in events:
+        rows.append(
+            HistoryEvent(
+                run_id=run.id,
+                sequence=sequence,
+                event_type=kind,
+                payload=payload,
+                recorded_at=now,
+            )
+        )
+        appended.append(Event(sequence=sequence, event_type=kind, payload=payload, recorded_at=now))
+        size += len(json.dumps(payload, separators=(",", ":")))
+        sequence += 1
+    HistoryEvent.objects.bulk_create(rows)
+    run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)
+    return appended

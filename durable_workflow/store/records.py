@@ -1,0 +1,109 @@
+"""Plain records the store hands out (no ORM objects leave the store)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunRecord:
+    """A run as read under its row lock; the executor edits it, the store saves it."""
+
+    id: uuid.UUID
+    instance_id: str
+    run_number: int
+    workflow_type: str
+    workflow_class: str
+    status: str
+    closed_reason: str | None
+    payload_codec: str
+    arguments: dict[str, Any]
+    output: dict[str, Any] | None
+    queue: str | None
+    connection: str | None
+    next_sequence: int
+    history_size_bytes: int
+    started_at: dt.datetime | None
+    closed_at: dt.datetime | None
+    created_at: dt.datetime
+    business_key: str | None = None
+    execution_deadline_at: dt.datetime | None = None
+    run_deadline_at: dt.datetime | None = None
+    dirty: set[str] = field(default_factory=set, repr=False)
+
+    @property
+    def history_length(self) -> int:
+        return self.next_sequence - 1
+
+    def set(self, **changes: Any) -> None:
+        for key, value in changes.items():
+            setattr(self, key, value)
+            self.dirty.add(key)
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    instance_id: str
+    workflow_type: str
+    status: str
+    current_run_id: uuid.UUID | None
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    id: uuid.UUID
+    run_id: uuid.UUID
+    task_type: str
+    status: str
+    available_at: dt.datetime
+    queue: str | None
+    connection: str | None
+    activity_execution_id: uuid.UUID | None = None
+    timer_id: uuid.UUID | None = None
+    attempt_count: int = 0
+    lease_id: uuid.UUID | None = None
+    lease_generation: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: dt.datetime | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActivityRecord:
+    id: uuid.UUID
+    run_id: uuid.UUID
+    sequence: int
+    activity_type: str
+    activity_class: str
+    status: str
+    arguments: dict[str, Any]
+    options: dict[str, Any]
+    queue: str | None
+    connection: str | None
+    attempt_count: int
+    current_attempt_id: uuid.UUID | None
+
+
+@dataclass(frozen=True)
+class TimerRecord:
+    id: uuid.UUID
+    run_id: uuid.UUID
+    sequence: int
+    status: str
+    delay_seconds: int
+    fire_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    command_type: str
+    status: str
+    outcome: str
+    rejection_reason: str | None

@@ -1,0 +1,140 @@
+"""Instances and runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.db.models import F
+
+from durable_workflow.models import InstanceStatus, WorkflowInstance, WorkflowRun
+from durable_workflow.store.records import InstanceRecord, RunRecord
+
+_RUN_FIELDS = (
+    "id",
+    "instance_id",
+    "run_number",
+    "workflow_type",
+    "workflow_class",
+    "status",
+    "closed_reason",
+    "payload_codec",
+    "arguments",
+    "output",
+    "queue",
+    "connection",
+    "next_sequence",
+    "history_size_bytes",
+    "started_at",
+    "closed_at",
+    "created_at",
+    "business_key",
+    "execution_deadline_at",
+    "run_deadline_at",
+)
+
+
+def _run_record(row: WorkflowRun) -> RunRecord:
+    return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS})
+
+
+def _instance_record(row: WorkflowInstance) -> InstanceRecord:
+    return InstanceRecord(
+        instance_id=row.instance_id,
+        workflow_type=row.workflow_type,
+        status=row.status,
+        current_run_id=row.current_run_id,
+        created_at=row.created_at,
+    )
+
+
+def reserve_instance(instance_id: str, workflow_type: str, *, now: dt.datetime) -> InstanceRecord:
+    """Create the instance row in ``reserved`` state unless it already exists."""
+    row, _ = WorkflowInstance.objects.get_or_create(
+        instance_id=instance_id,
+        defaults={"workflow_type": workflow_type, "created_at": now, "updated_at": now},
+    )
+    return _instance_record(row)
+
+
+def lock_instance(instance_id: str) -> InstanceRecord | None:
+    row = WorkflowInstance.objects.select_for_update().filter(instance_id=instance_id).first()
+    return _instance_record(row) if row else None
+
+
+def get_instance(instance_id: str) -> InstanceRecord | None:
+    row = WorkflowInstance.objects.filter(instance_id=instance_id).first()
+    return _instance_record(row) if row else None
+
+
+def create_run(
+    *,
+    instance_id: str,
+    workflow_type: str,
+    workflow_class: str,
+    arguments: dict[str, Any],
+    payload_codec: str,
+    queue: str | None,
+    connection: str | None,
+    now: dt.datetime,
+    extra: dict[str, Any],
+) -> RunRecord:
+    """A new run, made current on its instance."""
+    instance = WorkflowInstance.objects.get(instance_id=instance_id)
+    row = WorkflowRun.objects.create(
+        instance_id=instance_id,
+        run_number=instance.run_count + 1,
+        workflow_type=workflow_type,
+        workflow_class=workflow_class,
+        arguments=arguments,
+        payload_codec=payload_codec,
+        queue=queue,
+        connection=connection,
+        started_at=now,
+        last_progress_at=now,
+        created_at=now,
+        updated_at=now,
+        **extra,
+    )
+    WorkflowInstance.objects.filter(instance_id=instance_id).update(
+        current_run=row,
+        run_count=F("run_count") + 1,
+        status=InstanceStatus.PENDING,
+        workflow_type=workflow_type,
+        business_key=extra.get("business_key"),
+        updated_at=now,
+    )
+    return _run_record(row)
+
+
+def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
+    """Read a run under a row lock: the serialisation point for all progress."""
+    row = WorkflowRun.objects.select_for_update().filter(id=run_id).first()
+    return _run_record(row) if row else None
+
+
+def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
+    row = WorkflowRun.objects.filter(id=run_id).first()
+    return _run_record(row) if row else None
+
+
+def current_run(instance_id: str) -> RunRecord | None:
+    row = (
+        WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
+    )
+    return _run_record(row) if row else None
+
+
+def save_run(run: RunRecord, *, now: dt.datetime) -> None:
+    """Write the fields the executor changed, in one UPDATE."""
+    if not run.dirty:
+        return
+    changes = {name: getattr(run, name) for name in run.dirty}
+    changes["updated_at"] = now
+    WorkflowRun.objects.filter(id=run.id).update(**changes)
+    if "status" in run.dirty:
+        WorkflowInstance.objects.filter(instance_id=run.instance_id, current_run_id=run.id).update(
+            status=run.status, updated_at=now
+        )
+    run.dirty.clear()

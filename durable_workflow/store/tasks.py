@@ -1,0 +1,208 @@
+"""Tasks: creation, compare-and-set claims, settlement and the repair scans."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.db.models import F, Q
+
+from durable_workflow.ids import uuid7
+from durable_workflow.models import Task, TaskStatus, TaskType
+from durable_workflow.store.records import TaskRecord
+
+_FIELDS = (
+    "id",
+    "run_id",
+    "task_type",
+    "status",
+    "available_at",
+    "queue",
+    "connection",
+    "activity_execution_id",
+    "timer_id",
+    "attempt_count",
+    "lease_id",
+    "lease_generation",
+    "lease_owner",
+    "lease_expires_at",
+    "payload",
+)
+
+
+def _record(row: Task) -> TaskRecord:
+    return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
+
+
+def create_task(
+    *,
+    run_id: uuid.UUID,
+    task_type: str,
+    available_at: dt.datetime,
+    queue: str | None,
+    connection: str | None,
+    now: dt.datetime,
+    activity_execution_id: uuid.UUID | None = None,
+    timer_id: uuid.UUID | None = None,
+    payload: dict[str, Any] | None = None,
+) -> TaskRecord:
+    row = Task.objects.create(
+        id=uuid7(),
+        run_id=run_id,
+        task_type=task_type,
+        available_at=available_at,
+        queue=queue,
+        connection=connection,
+        activity_execution_id=activity_execution_id,
+        timer_id=timer_id,
+        payload=payload or {},
+        dispatch_count=1,
+        last_dispatched_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    return _record(row)
+
+
+def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
+    row = Task.objects.filter(
+        run_id=run_id, task_type=TaskType.WORKFLOW, status=TaskStatus.READY
+    ).first()
+    return _record(row) if row else None
+
+
+def claim(
+    task_id: uuid.UUID | str,
+    *,
+    owner: str,
+    now: dt.datetime,
+    lease_seconds: int,
+) -> TaskRecord | None:
+    """Lease a ready, due task by compare-and-set; ``None`` if someone else has it."""
+    lease_id = uuid.uuid4()
+    claimed = Task.objects.filter(
+        id=task_id, status=TaskStatus.READY, available_at__lte=now
+    ).update(
+        status=TaskStatus.LEASED,
+        lease_owner=owner,
+        lease_id=lease_id,
+        lease_generation=F("lease_generation") + 1,
+        attempt_count=F("attempt_count") + 1,
+        leased_at=now,
+        lease_expires_at=now + dt.timedelta(seconds=lease_seconds),
+        updated_at=now,
+    )
+    if not claimed:
+        return None
+    return _record(Task.objects.get(id=task_id))
+
+
+def get(task_id: uuid.UUID | str) -> TaskRecord | None:
+    row = Task.objects.filter(id=task_id).first()
+    return _record(row) if row else None
+
+
+def holds_lease(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
+    """True while this exact claim still owns the task (fencing token check)."""
+    return Task.objects.filter(
+        id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
+    ).exists()
+
+
+def renew_lease(
+    task_id: uuid.UUID, lease_id: uuid.UUID, generation: int, *, until: dt.datetime
+) -> bool:
+    return bool(
+        Task.objects.filter(
+            id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
+        ).update(lease_expires_at=until)
+    )
+
+
+def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = "") -> None:
+    Task.objects.filter(id=task_id).update(
+        status=status, lease_expires_at=None, last_error=error[:10000], updated_at=now
+    )
+
+
+def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> int:
+    return Task.objects.filter(
+        run_id=run_id, status__in=(TaskStatus.READY, TaskStatus.LEASED)
+    ).update(status=status, lease_expires_at=None, updated_at=now)
+
+
+def release(task_id: uuid.UUID, *, available_at: dt.datetime, now: dt.datetime) -> None:
+    """Hand a task back as ready (e.g. a timer woken early)."""
+    Task.objects.filter(id=task_id).update(
+        status=TaskStatus.READY,
+        available_at=available_at,
+        lease_owner=None,
+        lease_expires_at=None,
+        last_dispatched_at=now,
+        updated_at=now,
+    )
+
+
+def due_for_redispatch(
+    *, now: dt.datetime, after_seconds: int, max_backoff: int, limit: int
+) -> list[TaskRecord]:
+    """Ready, due tasks whose last message is old enough to be presumed lost.
+
+    Each re-send doubles the wait before the next one (capped), so a long
+    backlog is not flooded with duplicates.
+    """
+    cutoff = now - dt.timedelta(seconds=after_seconds)
+    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=cutoff).filter(
+        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff)
+    )
+    due = []
+    for row in rows.order_by("available_at")[: limit * 4]:
+        wait = min(after_seconds * 2 ** max(row.dispatch_count - 1, 0), max_backoff)
+        if row.last_dispatched_at is None or row.last_dispatched_at <= now - dt.timedelta(
+            seconds=wait
+        ):
+            due.append(_record(row))
+        if len(due) >= limit:
+            break
+    return due
+
+
+def mark_dispatched(task_ids: list[uuid.UUID], *, now: dt.datetime) -> None:
+    Task.objects.filter(id__in=task_ids).update(
+        last_dispatched_at=now, dispatch_count=F("dispatch_count") + 1
+    )
+
+
+def expired_leases(*, now: dt.datetime, limit: int) -> list[TaskRecord]:
+    rows = Task.objects.filter(status=TaskStatus.LEASED, lease_expires_at__lt=now).order_by(
+        "lease_expires_at"
+    )[:limit]
+    return [_record(row) for row in rows]
+
+
+def reclaim_expired(task_id: uuid.UUID, generation: int, *, now: dt.datetime) -> bool:
+    """Put an expired lease back to ready; the generation guards against a race."""
+    return bool(
+        Task.objects.filter(
+            id=task_id,
+            status=TaskStatus.LEASED,
+            lease_generation=generation,
+            lease_expires_at__lt=now,
+        ).update(
+            status=TaskStatus.READY,
+            lease_owner=None,
+            lease_expires_at=None,
+            available_at=now,
+            last_dispatched_at=now,
+            dispatch_count=F("dispatch_count") + 1,
+            updated_at=now,
+        )
+    )
+
+
+def ready_and_due(*, now: dt.datetime, limit: int = 100) -> list[TaskRecord]:
+    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now).order_by(
+        "available_at", "id"
+    )[:limit]
+    return [_record(row) for row in rows]

@@ -1,0 +1,1 @@
+"""How task messages travel: Celery in production, inline in the testing kit."""

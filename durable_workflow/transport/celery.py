@@ -1,0 +1,108 @@
+"""Celery tasks (fixed names) and the dispatch backend that publishes to them.
+
+Messages carry one task id and nothing else; the database row is the truth.
+The task names below are persisted in brokers' queues: never rename them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from celery import Celery, current_app, shared_task
+from django.utils.module_loading import import_string
+
+from durable_workflow.conf import get_settings
+from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.store.records import TaskRecord
+
+logger = logging.getLogger("durable_workflow")
+
+WORKFLOW_TASK = "durable_workflow.workflow_task"
+ACTIVITY_TASK = "durable_workflow.activity_task"
+TIMER_TASK = "durable_workflow.timer_task"
+REPAIR_TASK = "durable_workflow.repair"
+
+TASK_NAMES = {"workflow": WORKFLOW_TASK, "activity": ACTIVITY_TASK, "timer": TIMER_TASK}
+
+
+@functools.cache
+def _named_app(path: str) -> Celery:
+    app = import_string(path)
+    if not isinstance(app, Celery):
+        raise ConfigurationError(f"{path} is not a Celery app")
+    return app
+
+
+def celery_app(connection: str | None = None) -> Celery:
+    """The Celery app for a connection name (``None``: the default app)."""
+    settings = get_settings()
+    if connection:
+        try:
+            return _named_app(settings.CONNECTIONS[connection])
+        except KeyError:
+            raise ConfigurationError(
+                f"connection {connection!r} is not in DURABLE_WORKFLOW['CONNECTIONS']"
+            ) from None
+    if settings.CELERY_APP:
+        return _named_app(settings.CELERY_APP)
+    return current_app._get_current_object()  # type: ignore[no-any-return]
+
+
+class CeleryBackend:
+    """Publishes one message per task, routed by the task's queue and connection."""
+
+    def send(self, task: TaskRecord, countdown: float | None) -> None:
+        options: dict[str, Any] = {}
+        if task.queue:
+            options["queue"] = task.queue
+        if countdown:
+            # Long broker countdowns are unsafe (Redis redelivers them after its
+            # visibility timeout); the timer task re-arms itself if woken early.
+            options["countdown"] = min(countdown, get_settings().TIMER_MAX_COUNTDOWN_SECONDS)
+        celery_app(task.connection).send_task(
+            TASK_NAMES[task.task_type], args=[str(task.id)], **options
+        )
+
+
+def beat_schedule() -> dict[str, dict[str, Any]]:
+    """An entry for ``app.conf.beat_schedule`` that runs the repair pass."""
+    return {
+        "durable-workflow-repair": {
+            "task": REPAIR_TASK,
+            "schedule": float(get_settings().REPAIR_INTERVAL_SECONDS),
+            "options": {"expires": float(get_settings().REPAIR_INTERVAL_SECONDS) * 2},
+        }
+    }
+
+
+_TASK_OPTIONS = {"acks_late": True, "ignore_result": True, "reject_on_worker_lost": True}
+
+
+@shared_task(name=WORKFLOW_TASK, **_TASK_OPTIONS)
+def workflow_task(task_id: str) -> str:
+    from durable_workflow.executor import run_workflow_task
+
+    return run_workflow_task(task_id)
+
+
+@shared_task(name=ACTIVITY_TASK, **_TASK_OPTIONS)
+def activity_task(task_id: str) -> str:
+    from durable_workflow.executor import run_activity_task
+
+    return run_activity_task(task_id)
+
+
+@shared_task(name=TIMER_TASK, **_TASK_OPTIONS)
+def timer_task(task_id: str) -> str:
+    from durable_workflow.executor import run_timer_task
+
+    return run_timer_task(task_id)
+
+
+@shared_task(name=REPAIR_TASK, ignore_result=True)
+def repair() -> dict[str, int]:
+    from durable_workflow.executor import repair_pass
+
+    return repair_pass().as_dict()

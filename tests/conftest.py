@@ -1,0 +1,47 @@
+"""Shared fixtures: the inline runner and service guards."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from durable_workflow import clock
+
+
+def service_available(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def require_service(name: str, host: str, port: int) -> None:
+    """Fail under CI, skip elsewhere, when a service the test needs is down."""
+    if service_available(host, port):
+        return
+    message = f"{name} is not reachable at {host}:{port}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _reset_clock():
+    yield
+    clock.reset()
+
+
+@pytest.fixture
+def inline():
+    """Route dispatches to the inline backend; call ``inline.run()`` to drain tasks."""
+    from durable_workflow.executor import dispatch
+    from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
+
+    backend = InlineBackend()
+    previous = dispatch.set_backend(backend)
+    backend.run = run_ready_tasks  # type: ignore[attr-defined]
+    yield backend
+    dispatch.set_backend(previous)

@@ -1,0 +1,81 @@
+"""Settings for the library's own test suite.
+
+DW_TEST_DB selects the database: ``sqlite`` (default) or ``postgres``
+(127.0.0.1:5432, user postgres, trust auth; override with DW_PG_* variables).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+SECRET_KEY = "durable-workflow-tests"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.admin",
+    "durable_workflow",
+    "tests.testapp",
+]
+
+_DB = os.environ.get("DW_TEST_DB", "sqlite")
+if _DB == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ.get("DW_PG_NAME", "durable_workflow"),
+            "USER": os.environ.get("DW_PG_USER", "postgres"),
+            "HOST": os.environ.get("DW_PG_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("DW_PG_PORT", "5432"),
+            "TEST": {"NAME": os.environ.get("DW_PG_TEST_NAME", "test_durable_workflow")},
+        }
+    }
+else:
+    _path = os.environ.get(
+        "DW_SQLITE_PATH", os.path.join(tempfile.gettempdir(), "durable_workflow_tests.sqlite3")
+    )
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": _path,
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
+            "TEST": {"NAME": _path + ".test"},
+        }
+    }
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+DURABLE_WORKFLOW = {
+    "CELERY_APP": "tests.celery_app.app",
+    "ACTIVITY_LEASE_SECONDS": int(os.environ.get("DW_ACTIVITY_LEASE_SECONDS", "300")),
+    "REDISPATCH_AFTER_SECONDS": 1,
+    "REPAIR_INTERVAL_SECONDS": 1.0,
+}
+
+ROOT_URLCONF = "tests.urls"
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -17,6 +17,7 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
 )
 from durable_workflow.executor import start_workflow
+from durable_workflow.executor.control import CommandOutcome, request_repair
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
@@ -123,6 +124,12 @@ class WorkflowStub:
             run_id=str(outcome.run_id) if outcome.run_id else None,
             rejection_reason=outcome.rejection_reason,
         )
+
+    def repair(self, *, reason: str = "") -> CommandOutcome:
+        """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug)."""
+        outcome = request_repair(self._instance_id, reason=reason)
+        self.refresh()
+        return outcome
 
     # ---------------------------------------------------------------- state
     def refresh(self) -> WorkflowStub:

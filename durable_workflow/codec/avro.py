@@ -118,11 +118,7 @@ def _write(value: Any, out: bytearray, depth: int) -> None:
 
 
 def _plain(value: Any) -> Any:
-    """Turn a subclass of a supported builtin into the builtin; reject anything else.
-
-    Enum members are refused even when they subclass ``int`` or ``str``: they
-    need an explicit adapter, as do tuples, sets, dates, decimals and so on.
-    """
+    """Subclasses of the builtins pass as the builtin; enums and all else need an adapter."""
     for base in _BUILTINS:
         if isinstance(value, base) and not isinstance(value, Enum):
             return base(value)
@@ -171,6 +167,20 @@ def _read_size(buf: bytes, pos: int) -> tuple[int, int]:
     return n, pos
 
 
+def _read_text(buf: bytes, pos: int) -> tuple[str, int]:
+    """Read a UTF-8 string (value or map key), with the one-byte length inlined."""
+    n = buf[pos]
+    if n < 0x80 and not n & 1:
+        pos += 1
+        end = pos + (n >> 1)
+        if end > len(buf):
+            raise _fail("invalid_payload_framing", "string runs past the end of the frame")
+    else:
+        n, pos = _read_size(buf, pos)
+        end = pos + n
+    return buf[pos:end].decode(), end
+
+
 def _read_count(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an array/map block count; a negative count carries a byte size we skip."""
     n, pos = _read_long(buf, pos)
@@ -191,10 +201,10 @@ def _read(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
             raise _fail("invalid_payload_framing", f"unknown union branch {index}")
         tag = index * 2
     if tag == _STRING:
-        n, pos = _read_size(buf, pos)
-        return buf[pos : pos + n].decode(), pos + n
+        return _read_text(buf, pos)
     if tag == _LONG:
-        return _read_long(buf, pos)
+        b = buf[pos]
+        return ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _read_long(buf, pos)
     if tag >= _ARRAY:
         if depth >= MAX_DEPTH:
             raise _fail("invalid_payload_framing", f"nesting deeper than {MAX_DEPTH}")
@@ -204,9 +214,8 @@ def _read(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
         while count:
             for _ in range(count):
                 if is_map:
-                    n, pos = _read_size(buf, pos)
-                    key = buf[pos : pos + n].decode()
-                    container[key], pos = _read(buf, pos + n, depth + 1)
+                    key, pos = _read_text(buf, pos)
+                    container[key], pos = _read(buf, pos, depth + 1)
                 else:
                     item, pos = _read(buf, pos, depth + 1)
                     container.append(item)

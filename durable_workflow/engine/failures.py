@@ -81,7 +81,11 @@ def _combined(base: type, original: type) -> type:
     key = (base, original)
     if key not in _combined_cache:
         try:
-            _combined_cache[key] = type(original.__name__, (original, base), {})
+            _combined_cache[key] = type(
+                original.__name__,
+                (original, base),
+                {"__module__": original.__module__, "__qualname__": original.__qualname__},
+            )
         except TypeError:  # incompatible C layouts, e.g. OSError subclasses
             _combined_cache[key] = base
     return _combined_cache[key]

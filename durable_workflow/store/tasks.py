@@ -206,3 +206,8 @@ def ready_and_due(*, now: dt.datetime, limit: int = 100) -> list[TaskRecord]:
         "available_at", "id"
     )[:limit]
     return [_record(row) for row in rows]
+
+
+def open_tasks_of_run(run_id: uuid.UUID) -> list[TaskRecord]:
+    rows = Task.objects.filter(run_id=run_id, status__in=(TaskStatus.READY, TaskStatus.LEASED))
+    return [_record(row) for row in rows]

@@ -12,7 +12,6 @@ from durable_workflow.codec import envelope
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
-    DurableWorkflowError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
 )
@@ -65,7 +64,7 @@ class WorkflowStub:
         """A stub for a new instance; the id is reserved at once (status ``reserved``)."""
         workflow_type = _type_key(workflow)
         registry.workflow_class(workflow_type)  # an unknown type key fails here, clearly
-        instance_id = validate_instance_id(instance_id) if instance_id else uuid.uuid4().hex
+        instance_id = uuid.uuid4().hex if instance_id is None else validate_instance_id(instance_id)
         runs.reserve_instance(instance_id, workflow_type, now=clock.now())
         return cls(instance_id, workflow_type, run=runs.current_run(instance_id))
 
@@ -81,8 +80,8 @@ class WorkflowStub:
     def load_run(cls, run_id: str | uuid.UUID) -> WorkflowStub:
         """A stub pinned to one run, current or historical."""
         try:
-            run = runs.get_run(run_id)
-        except (ValueError, DurableWorkflowError):
+            run = runs.get_run(uuid.UUID(str(run_id)))
+        except ValueError:
             run = None
         if run is None:
             raise WorkflowNotFoundError(f"no workflow run {run_id!r}")

@@ -30,7 +30,7 @@ if _DB == "postgres":
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.postgresql",
-            "NAME": os.environ.get("DW_PG_NAME", "durable_workflow"),
+            "NAME": os.environ.get("DW_PG_NAME", "postgres"),
             "USER": os.environ.get("DW_PG_USER", "postgres"),
             "HOST": os.environ.get("DW_PG_HOST", "127.0.0.1"),
             "PORT": os.environ.get("DW_PG_PORT", "5432"),

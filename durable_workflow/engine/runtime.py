@@ -182,11 +182,14 @@ class WorkflowRuntime:
         assert step is not None
         future = self._futures.get(step)
         if future is None:
+            command = self._recorded.get(step)
+            recorded = (
+                _describe(_SIGNATURE_OF_EVENT[command.event_type](command.payload))
+                if command is not None
+                else str(event.event_type)
+            )
             raise NonDeterminismError(
-                step,
-                str(event.event_type),
-                None,
-                "history resolves a step the code has not reached",
+                step, recorded, None, "history holds a step the code never reached"
             )
         if future.done:
             return  # resolved inline when the body reached it

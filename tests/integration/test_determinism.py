@@ -1,0 +1,129 @@
+"""Replay determinism against stored history, and the ORM guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable_workflow import executor
+from durable_workflow.models import HistoryEvent, Task, WorkflowFailure
+from tests.integration.helpers import event_types, start, tasks_of
+from tests.testapp import workflows
+from tests.testapp.models import Invocation
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_next(stub, task_type):
+    task = Task.objects.filter(run_id=stub.run_id(), task_type=task_type, status="ready").first()
+    assert task is not None, f"no ready {task_type} task"
+    runner = {
+        "workflow": executor.run_workflow_task,
+        "activity": executor.run_activity_task,
+        "timer": executor.run_timer_task,
+    }[task_type]
+    return runner(task.id)
+
+
+def test_resume_after_every_step_never_reruns_activities(inline):
+    stub = start("tests.many-steps", "many-1", 6)
+    inline.run()
+    assert stub.refresh().output() == sum(range(6))
+    # one invocation per step, although the body was replayed 7 times
+    assert Invocation.objects.filter(name="add").count() == 6
+
+
+def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypatch):
+    stub = start("tests.sequential", "nd-1", "ada")
+    assert run_next(stub, "workflow") == "completed"
+    assert run_next(stub, "activity") == "completed"
+    assert run_next(stub, "workflow") == "completed"  # step 2: Add scheduled
+    before = list(HistoryEvent.objects.filter(run_id=stub.run_id()).values_list("id", flat=True))
+    assert run_next(stub, "activity") == "completed"
+    history_len = HistoryEvent.objects.filter(run_id=stub.run_id()).count()
+
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)  # a timer now sits at step 2
+    assert run_next(stub, "workflow") == "failed"
+    stub.refresh()
+    assert stub.status() == "pending"  # not failed, not corrupted
+    assert HistoryEvent.objects.filter(run_id=stub.run_id()).count() == history_len
+    assert set(before) <= set(HistoryEvent.objects.values_list("id", flat=True))
+    failed_task = tasks_of(stub, "workflow")[-1]
+    assert failed_task.status == "failed"
+    assert "step 2" in failed_task.last_error
+    assert "ActivityScheduled(tests.add)" in failed_task.last_error
+    assert "TimerScheduled" in failed_task.last_error
+    row = WorkflowFailure.objects.get(run_id=stub.run_id())
+    assert row.failure_category == "task_failure"
+    assert row.exception_class.endswith("NonDeterminismError")
+
+    # fix the code, repair, and the run finishes on its original path
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 1)
+    outcome = stub.repair(reason="deployed the fix")
+    assert outcome.outcome == "repair_dispatched"
+    inline.run()
+    stub.refresh()
+    assert stub.status() == "completed"
+    assert stub.output() == ["hello ada", 3]
+    assert "RepairRequested" in event_types(stub)
+
+
+def test_missing_step_is_detected(inline, monkeypatch):
+    stub = start("tests.sequential", "nd-2", "ada")
+    inline.run()
+    assert stub.refresh().completed()
+    # a query-style replay of the closed run with code that lost a step
+    from durable_workflow.engine.runtime import WorkflowRuntime
+    from durable_workflow.exceptions import NonDeterminismError
+    from durable_workflow.store import history
+
+    class Shorter(workflows.Sequential):
+        abstract = True
+
+        def handle(self, name):
+            return [workflows.dw.activity(workflows.Greet, name)]
+
+    runtime = WorkflowRuntime(
+        factory=lambda: Shorter._dw_instantiate(runtime), workflow_id="nd-2", run_id=stub.run_id()
+    )
+    with pytest.raises(NonDeterminismError) as info:
+        runtime.feed(history.load_history(stub.run_id()))
+    assert info.value.step == 2
+    assert info.value.recorded == "ActivityScheduled(tests.add)"
+    assert info.value.requested is None
+    runtime.dispose()
+
+
+def test_orm_access_in_a_body_is_refused_even_if_caught(inline):
+    stub = start("tests.touches-orm", "orm-1")
+    inline.run()
+    stub.refresh()
+    assert stub.status() == "pending"
+    task = tasks_of(stub, "workflow")[0]
+    assert task.status == "failed"
+    assert "WorkflowOrmAccessError" in task.last_error
+    assert event_types(stub) == ["StartAccepted", "WorkflowStarted"]
+
+
+def test_inline_steps_replay_identically(inline):
+    stub = start("tests.inline", "inline-1")
+    inline.run()
+    stub.refresh()
+    assert stub.completed()
+    types = event_types(stub)
+    assert types.count("SideEffectRecorded") == 3
+    assert "TimerFired" in types and types.index("TimerScheduled") + 1 == types.index("TimerFired")
+    assert not tasks_of(stub, "timer")  # timer(0) needs no timer task
+
+    from durable_workflow.engine.runtime import WorkflowRuntime
+    from durable_workflow.store import history
+
+    runtime = WorkflowRuntime(
+        factory=lambda: workflows.Inline._dw_instantiate(runtime),
+        workflow_id="inline-1",
+        run_id=stub.run_id(),
+    )
+    runtime.feed(history.load_history(stub.run_id()))
+    from durable_workflow.codec import envelope
+
+    assert envelope.decode(runtime.closed.result) == stub.output()
+    assert runtime.take_commands() == []

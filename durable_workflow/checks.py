@@ -45,8 +45,7 @@ def check_celery(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
     if app.conf.task_always_eager and not settings.DEBUG:
         messages.append(
             checks.Warning(
-                "Celery runs tasks eagerly: on_commit publishing, routing and retries "
-                "are bypassed",
+                "Celery runs tasks eagerly: on_commit publishing, routing and retries are bypassed",
                 hint="Use durable_workflow.testing's fake mode in tests instead.",
                 id="durable_workflow.W002",
             )

@@ -139,9 +139,9 @@ class WorkflowAlreadyStartedError(CommandRejected):
     """start() found the instance already started under reject_duplicate."""
 
 
-class WorkflowCancelled(BaseException):  # noqa: N818 - spec name
+class WorkflowCancelled(BaseException):
     """The run was cancelled; derives from BaseException on purpose."""
 
 
-class ActivityCancelled(BaseException):  # noqa: N818 - spec name
+class ActivityCancelled(BaseException):
     """The activity was cancelled; derives from BaseException on purpose."""

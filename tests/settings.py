@@ -38,8 +38,10 @@ if _DB == "postgres":
         }
     }
 else:
+    # One file per test process, so parallel runs never share (or delete) a database.
     _path = os.environ.get(
-        "DW_SQLITE_PATH", os.path.join(tempfile.gettempdir(), "durable_workflow_tests.sqlite3")
+        "DW_SQLITE_PATH",
+        os.path.join(tempfile.gettempdir(), f"durable_workflow_tests_{os.getpid()}.sqlite3"),
     )
     DATABASES = {
         "default": {

@@ -62,11 +62,7 @@ def rebuild(base: type[ActivityFailed], payload: dict[str, Any]) -> BaseExceptio
     }
     original = resolve_class(fields["exception_class"]) if fields["exception_class"] else None
     cls: type = base
-    if (
-        original is not None
-        and issubclass(original, Exception)
-        and not issubclass(original, base)
-    ):
+    if original is not None and issubclass(original, Exception) and not issubclass(original, base):
         cls = _combined(base, original)
     try:
         exc = cls.__new__(cls)

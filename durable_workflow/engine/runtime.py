@@ -19,6 +19,7 @@ Rules (see docs/explanation/replay.md):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -76,7 +77,7 @@ def _describe(sig: Signature) -> str:
 
 
 class _Future:
-    __slots__ = ("done", "value", "error", "waiters")
+    __slots__ = ("done", "error", "value", "waiters")
 
     def __init__(self) -> None:
         self.done = False
@@ -379,10 +380,8 @@ class WorkflowRuntime:
         for gr in self._greenlets:
             if not gr.dead:
                 gr.parent = hub
-                try:
+                with contextlib.suppress(DurableWorkflowError):
                     gr.throw(greenlet.GreenletExit())
-                except DurableWorkflowError:
-                    pass
         self._greenlets.clear()
 
 

@@ -19,6 +19,7 @@ from django.db import transaction
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
+from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
@@ -73,7 +74,7 @@ def _claim(task_id: Any) -> Lease | None:
             return None
         run = runs.lock_run(task.run_id)
         claimed = tasks.claim(
-            task_id, owner=worker_id(), now=now, lease_seconds=settings.ACTIVITY_LEASE_SECONDS
+            task, owner=worker_id(), now=now, lease_seconds=settings.ACTIVITY_LEASE_SECONDS
         )
         if run is None or claimed is None or claimed.lease_id is None:
             return None
@@ -163,11 +164,26 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
     execution = lease.execution
     with transaction.atomic():
         run = runs.lock_run(lease.run_id)
-        if run is None or not tasks.holds_lease(lease.task_id, lease.lease_id, lease.generation):
+        if run is None:
+            return "stale"
+        closed = run.status in TERMINAL_RUN_STATUSES
+        info = None if ok else describe(value, category=FailureCategory.ACTIVITY)
+        status = (
+            TaskStatus.CANCELLED if closed else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
+        )
+        held = tasks.settle_if_held(
+            lease.task_id,
+            lease.lease_id,
+            lease.generation,
+            status,
+            now=now,
+            error=info.traceback if info else "",
+        )
+        if not held:
             logger.info("stale report for activity %s ignored", execution.id)
             return "stale"
-        current = activities.get_execution(execution.id)
-        if current is None or current.current_attempt_id != lease.attempt_id:
+        if closed:
+            activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
             return "stale"
         base = {
             "sequence": execution.sequence,
@@ -176,34 +192,35 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             "activity_type": execution.activity_type,
             "attempt_number": lease.attempt_number,
         }
-        if run.status in TERMINAL_RUN_STATUSES:
-            activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
-            tasks.settle(lease.task_id, TaskStatus.CANCELLED, now=now)
-            return "stale"
-        if ok:
+        if info is None:
             outcome = "completed"
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
-            activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now, result=value)
-            tasks.settle(lease.task_id, TaskStatus.COMPLETED, now=now)
+            activities.close_execution(
+                execution.id, ActivityStatus.COMPLETED, now=now, result=value
+            )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
             wake_workflow(run, now=now)
         else:
-            outcome, events = _fail(lease, run, value, base, now=now)
+            outcome, events = _fail(lease, run, value, info, base, now=now)
         history.append_events(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
 
 
 def _fail(
-    lease: Lease, run: Any, exc: BaseException, base: dict[str, Any], *, now: dt.datetime
+    lease: Lease,
+    run: Any,
+    exc: BaseException,
+    info: FailureInfo,
+    base: dict[str, Any],
+    *,
+    now: dt.datetime,
 ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     execution = lease.execution
     policy = execution.options
-    info = describe(exc, category=FailureCategory.ACTIVITY)
     non_retryable = _non_retryable(exc, policy.get("non_retryable_error_types") or [])
     max_attempts = int(policy.get("max_attempts", 1))
     activities.close_attempt(lease.attempt_id, AttemptStatus.FAILED, now=now)
-    tasks.settle(lease.task_id, TaskStatus.FAILED, now=now, error=info.traceback)
     if not non_retryable and (max_attempts == 0 or lease.attempt_number < max_attempts):
         backoff = policy.get("backoff") or [1]
         delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])

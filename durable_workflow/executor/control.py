@@ -24,9 +24,7 @@ class CommandOutcome:
 
 
 @retry_when_locked
-def request_repair(
-    instance_id: str, *, source: str = "client", reason: str = ""
-) -> CommandOutcome:
+def request_repair(instance_id: str, *, source: str = "client", reason: str = "") -> CommandOutcome:
     """Re-create a lost or failed workflow task, or re-send ready task messages."""
     now = clock.now()
     with transaction.atomic():

@@ -26,7 +26,7 @@ def run_timer_task(task_id: Any) -> str:
             dispatch.enqueue(task)  # a chunked countdown: wait for the rest
             return "early"
         run = runs.lock_run(task.run_id)
-        claimed = tasks.claim(task_id, owner=worker_id(), now=now, lease_seconds=60)
+        claimed = tasks.claim(task, owner=worker_id(), now=now, lease_seconds=60)
         if run is None or claimed is None:
             return "skipped"
         timer = activities.get_timer(task.timer_id)

@@ -64,7 +64,7 @@ def run_workflow_task(task_id: Any) -> str:
         run = runs.lock_run(task.run_id)
         settings = get_settings()
         claimed = tasks.claim(
-            task_id, owner=worker_id(), now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS
+            task, owner=worker_id(), now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS
         )
         if run is None or claimed is None:
             return "skipped"
@@ -150,7 +150,10 @@ def _persist_commands(
             events += _start_timer(run, command, now=now)
         elif isinstance(command, RecordSideEffect):
             events.append(
-                (EventType.SIDE_EFFECT_RECORDED, {"sequence": command.step, "result": command.result})
+                (
+                    EventType.SIDE_EFFECT_RECORDED,
+                    {"sequence": command.step, "result": command.result},
+                )
             )
         elif isinstance(command, RecordFailureHandled):
             events.append(
@@ -208,7 +211,10 @@ def _close(
     tasks.settle_open_tasks_of_run(run.id, TaskStatus.CANCELLED, now=now)
     if isinstance(closed, CompleteWorkflow):
         run.set(
-            status=RunStatus.COMPLETED, closed_reason="completed", output=closed.result, closed_at=now
+            status=RunStatus.COMPLETED,
+            closed_reason="completed",
+            output=closed.result,
+            closed_at=now,
         )
         return [(EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
     assert isinstance(closed, FailWorkflow)

@@ -8,7 +8,12 @@ from typing import Any
 
 from django.db.models import F
 
-from durable_workflow.models import InstanceStatus, WorkflowInstance, WorkflowRun
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    InstanceStatus,
+    WorkflowInstance,
+    WorkflowRun,
+)
 from durable_workflow.store.records import InstanceRecord, RunRecord
 
 _RUN_FIELDS = (
@@ -120,9 +125,7 @@ def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
 
 
 def current_run(instance_id: str) -> RunRecord | None:
-    row = (
-        WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
-    )
+    row = WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
     return _run_record(row) if row else None
 
 
@@ -133,7 +136,9 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
     changes = {name: getattr(run, name) for name in run.dirty}
     changes["updated_at"] = now
     WorkflowRun.objects.filter(id=run.id).update(**changes)
-    if "status" in run.dirty:
+    if "status" in run.dirty and run.status in TERMINAL_RUN_STATUSES:
+        # The instance mirrors its current run's status only when it closes;
+        # flips between pending and waiting would cost a write per step.
         WorkflowInstance.objects.filter(instance_id=run.instance_id, current_run_id=run.id).update(
             status=run.status, updated_at=now
         )

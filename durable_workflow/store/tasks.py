@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from typing import Any
@@ -73,16 +74,24 @@ def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
 
 
 def claim(
-    task_id: uuid.UUID | str,
+    task: TaskRecord,
     *,
     owner: str,
     now: dt.datetime,
     lease_seconds: int,
 ) -> TaskRecord | None:
-    """Lease a ready, due task by compare-and-set; ``None`` if someone else has it."""
+    """Lease a ready, due task by compare-and-set; ``None`` if someone else has it.
+
+    The generation read with ``task`` is part of the condition, so the returned
+    record (built without a second read) is exactly what the row now holds.
+    """
     lease_id = uuid.uuid4()
+    expires = now + dt.timedelta(seconds=lease_seconds)
     claimed = Task.objects.filter(
-        id=task_id, status=TaskStatus.READY, available_at__lte=now
+        id=task.id,
+        status=TaskStatus.READY,
+        available_at__lte=now,
+        lease_generation=task.lease_generation,
     ).update(
         status=TaskStatus.LEASED,
         lease_owner=owner,
@@ -90,12 +99,20 @@ def claim(
         lease_generation=F("lease_generation") + 1,
         attempt_count=F("attempt_count") + 1,
         leased_at=now,
-        lease_expires_at=now + dt.timedelta(seconds=lease_seconds),
+        lease_expires_at=expires,
         updated_at=now,
     )
     if not claimed:
         return None
-    return _record(Task.objects.get(id=task_id))
+    return dataclasses.replace(
+        task,
+        status=TaskStatus.LEASED,
+        lease_owner=owner,
+        lease_id=lease_id,
+        lease_generation=task.lease_generation + 1,
+        attempt_count=task.attempt_count + 1,
+        lease_expires_at=expires,
+    )
 
 
 def get(task_id: uuid.UUID | str) -> TaskRecord | None:
@@ -103,11 +120,25 @@ def get(task_id: uuid.UUID | str) -> TaskRecord | None:
     return _record(row) if row else None
 
 
-def holds_lease(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
-    """True while this exact claim still owns the task (fencing token check)."""
-    return Task.objects.filter(
-        id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
-    ).exists()
+def settle_if_held(
+    task_id: uuid.UUID,
+    lease_id: uuid.UUID,
+    generation: int,
+    status: str,
+    *,
+    now: dt.datetime,
+    error: str = "",
+) -> bool:
+    """Settle the task only while this exact claim still owns it (the fencing check).
+
+    ``False`` means the lease was lost (expired and handed out again, or the
+    task was settled already): the caller must write nothing.
+    """
+    return bool(
+        Task.objects.filter(
+            id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
+        ).update(status=status, lease_expires_at=None, last_error=error[:10000], updated_at=now)
+    )
 
 
 def renew_lease(

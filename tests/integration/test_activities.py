@@ -70,7 +70,7 @@ def test_retry_then_success(inline):
     assert set(Invocation.objects.values_list("key", flat=True)) == {str(execution.id)}
     retry = events_of(stub, "ActivityRetryScheduled")[0]
     assert retry["exception_type"].endswith("PaymentDeclined")
-    retry_task = [t for t in tasks_of(stub, "activity") if t.payload][0]
+    retry_task = next(t for t in tasks_of(stub, "activity") if t.payload)
     assert set(retry_task.payload) == {
         "retry_of_task_id",
         "retry_after_attempt_id",

@@ -7,7 +7,6 @@ from typing import Any
 
 import durable_workflow as dw
 from durable_workflow import Activity, ActivityFailed, ActivityOptions, NonRetryableError, Workflow
-
 from tests.testapp.models import Invocation
 
 #: Tests flip these to simulate a code change between two workflow tasks.
@@ -15,7 +14,9 @@ CODE_VERSION = {"sequential": 1}
 
 
 def record(activity: Activity, name: str) -> int:
-    Invocation.objects.create(name=name, key=activity.activity_id(), attempt=activity.attempt_count())
+    Invocation.objects.create(
+        name=name, key=activity.activity_id(), attempt=activity.attempt_count()
+    )
     return Invocation.objects.filter(name=name, key=activity.activity_id()).count()
 
 

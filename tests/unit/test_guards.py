@@ -1,0 +1,108 @@
+"""Architecture guards: the engine stays pure, the public API stays as documented."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import durable_workflow
+
+PACKAGE = pathlib.Path(durable_workflow.__file__).parent
+
+PUBLIC_API = {
+    "Activity",
+    "ActivityCancelled",
+    "ActivityFailed",
+    "ActivityOptions",
+    "ChildWorkflowFailed",
+    "CommandRejected",
+    "ConfigurationError",
+    "DuplicateStartPolicy",
+    "DurableWorkflowError",
+    "InvalidDurationError",
+    "InvalidInstanceIdError",
+    "NonDeterminismError",
+    "NonRetryableError",
+    "NotInActivityError",
+    "NotInWorkflowError",
+    "PayloadCodecError",
+    "StartOptions",
+    "StartResult",
+    "StructuralLimitExceeded",
+    "UnknownTypeError",
+    "VersionNotSupported",
+    "Workflow",
+    "WorkflowAlreadyStartedError",
+    "WorkflowCancelled",
+    "WorkflowNotFoundError",
+    "WorkflowOrmAccessError",
+    "WorkflowStub",
+    "activity",
+    "days",
+    "execute_activity",
+    "hours",
+    "minutes",
+    "months",
+    "now",
+    "seconds",
+    "side_effect",
+    "timer",
+    "uuid4",
+    "uuid7",
+    "weeks",
+    "years",
+}
+
+
+def test_public_exports_are_frozen():
+    assert set(durable_workflow.__all__) == PUBLIC_API
+    for name in PUBLIC_API:
+        assert getattr(durable_workflow, name) is not None
+
+
+def test_engine_imports_neither_django_nor_celery():
+    for path in (PACKAGE / "engine").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in {"django", "celery", "kombu"}, (path, name)
+
+
+def test_engine_runs_without_django_installed_in_the_process():
+    code = (
+        "import sys; import durable_workflow.engine.runtime; "
+        "assert 'django' not in sys.modules, sorted(m for m in sys.modules if 'django' in m); "
+        "assert 'celery' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
+
+
+def test_cancellation_exceptions_escape_except_exception():
+    assert not issubclass(durable_workflow.WorkflowCancelled, Exception)
+    assert not issubclass(durable_workflow.ActivityCancelled, Exception)
+
+
+def test_modules_stay_small():
+    for path in PACKAGE.rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        lines = len(path.read_text().splitlines())
+        assert lines <= 600, f"{path} has {lines} lines"
+
+
+def test_celery_task_names_are_fixed():
+    from durable_workflow.transport import celery
+
+    assert celery.TASK_NAMES == {
+        "workflow": "durable_workflow.workflow_task",
+        "activity": "durable_workflow.activity_task",
+        "timer": "durable_workflow.timer_task",
+    }
+    assert celery.REPAIR_TASK == "durable_workflow.repair"

@@ -17,3 +17,8 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks(["durable_workflow"])
+
+if os.environ.get("DW_WORKER_BEAT"):
+    from durable_workflow.transport.celery import beat_schedule
+
+    app.conf.beat_schedule = beat_schedule()

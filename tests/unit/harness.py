@@ -57,7 +57,9 @@ class Harness:
 
     def _record(self, command: c.Command) -> None:
         if isinstance(command, c.ScheduleActivity):
-            self.add("ActivityScheduled", sequence=command.step, activity_type=command.activity_type)
+            self.add(
+                "ActivityScheduled", sequence=command.step, activity_type=command.activity_type
+            )
         elif isinstance(command, c.StartTimer):
             self.add("TimerScheduled", sequence=command.step, delay_seconds=command.delay_seconds)
             if command.delay_seconds == 0:

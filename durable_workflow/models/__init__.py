@@ -1,0 +1,48 @@
+"""Schema only. Every read and write goes through ``durable_workflow.store``."""
+
+from durable_workflow.models.choices import (
+    TERMINAL_RUN_STATUSES,
+    ActivityStatus,
+    AttemptStatus,
+    CommandStatus,
+    CommandType,
+    FailureCategory,
+    InstanceStatus,
+    RunStatus,
+    SignalStatus,
+    TaskStatus,
+    TaskType,
+    TimerStatus,
+    UpdateStatus,
+)
+from durable_workflow.models.commands import WorkflowCommand, WorkflowFailure
+from durable_workflow.models.messaging import WorkflowSignal, WorkflowUpdate
+from durable_workflow.models.runs import HistoryEvent, WorkflowInstance, WorkflowRun
+from durable_workflow.models.tasks import ActivityAttempt, ActivityExecution, Task, Timer
+
+__all__ = [
+    "TERMINAL_RUN_STATUSES",
+    "ActivityAttempt",
+    "ActivityExecution",
+    "ActivityStatus",
+    "AttemptStatus",
+    "CommandStatus",
+    "CommandType",
+    "FailureCategory",
+    "HistoryEvent",
+    "InstanceStatus",
+    "RunStatus",
+    "SignalStatus",
+    "Task",
+    "TaskStatus",
+    "TaskType",
+    "Timer",
+    "TimerStatus",
+    "UpdateStatus",
+    "WorkflowCommand",
+    "WorkflowFailure",
+    "WorkflowInstance",
+    "WorkflowRun",
+    "WorkflowSignal",
+    "WorkflowUpdate",
+]

@@ -1,0 +1,109 @@
+"""Instances, runs and their append-only history."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from durable_workflow.ids import uuid7
+from durable_workflow.models.choices import InstanceStatus, RunStatus
+
+
+class WorkflowInstance(models.Model):
+    """The stable public handle; spans every run of a continue-as-new chain."""
+
+    instance_id = models.CharField(max_length=191, primary_key=True)
+    workflow_type = models.CharField(max_length=255, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=InstanceStatus.choices, default=InstanceStatus.RESERVED
+    )
+    current_run = models.ForeignKey(
+        "WorkflowRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    business_key = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    run_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_instance"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.instance_id
+
+
+class WorkflowRun(models.Model):
+    """One execution generation of an instance, with its own history."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="runs")
+    run_number = models.PositiveIntegerField(default=1)
+    workflow_type = models.CharField(max_length=255)
+    workflow_class = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    closed_reason = models.CharField(max_length=32, null=True, blank=True)
+    payload_codec = models.CharField(max_length=16, default="avro")
+    arguments = models.JSONField(default=dict)
+    output = models.JSONField(null=True, blank=True)
+    queue = models.CharField(max_length=255, null=True, blank=True)
+    connection = models.CharField(max_length=255, null=True, blank=True)
+    business_key = models.CharField(max_length=255, null=True, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    memo = models.JSONField(default=dict, blank=True)
+    search_attributes = models.JSONField(default=dict, blank=True)
+    execution_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    run_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    execution_deadline_at = models.DateTimeField(null=True, blank=True)
+    run_deadline_at = models.DateTimeField(null=True, blank=True)
+    next_sequence = models.PositiveIntegerField(default=1)
+    #: Last history sequence a workflow task has seen; queries replay up to here.
+    workflow_task_sequence = models.PositiveIntegerField(default=0)
+    history_size_bytes = models.PositiveBigIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    last_progress_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_run"
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "run_number"], name="durable_workflow_run_number_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["status", "workflow_type"], name="dw_run_status_type"),
+            models.Index(fields=["created_at"], name="dw_run_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id} #{self.run_number}"
+
+    @property
+    def history_event_count(self) -> int:
+        return self.next_sequence - 1
+
+
+class HistoryEvent(models.Model):
+    """Append-only: rows are inserted once and never updated."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="history")
+    sequence = models.PositiveIntegerField()
+    event_type = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    recorded_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_history_event"
+        ordering = ["run", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "sequence"], name="durable_workflow_history_sequence_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sequence} {self.event_type}"

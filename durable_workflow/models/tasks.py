@@ -1,0 +1,152 @@
+"""Claimable tasks, activity executions and attempts, durable timers."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from durable_workflow.ids import uuid7
+from durable_workflow.models.choices import (
+    ActivityStatus,
+    AttemptStatus,
+    TaskStatus,
+    TaskType,
+    TimerStatus,
+)
+from durable_workflow.models.runs import WorkflowRun
+
+
+class Task(models.Model):
+    """A unit of work a worker can claim: replay a run, run an activity, fire a timer."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="tasks")
+    task_type = models.CharField(max_length=16, choices=TaskType.choices)
+    status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.READY)
+    available_at = models.DateTimeField()
+    queue = models.CharField(max_length=255, null=True, blank=True)
+    connection = models.CharField(max_length=255, null=True, blank=True)
+    activity_execution = models.ForeignKey(
+        "ActivityExecution", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
+    )
+    timer = models.ForeignKey(
+        "Timer", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
+    )
+    payload = models.JSONField(default=dict, blank=True)
+    attempt_count = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=255, null=True, blank=True)
+    lease_id = models.UUIDField(null=True, blank=True)
+    lease_generation = models.PositiveIntegerField(default=0)
+    leased_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    dispatch_count = models.PositiveIntegerField(default=0)
+    last_dispatched_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_task"
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["status", "available_at"], name="dw_task_status_available"),
+            models.Index(fields=["run", "task_type", "status"], name="dw_task_run_type_status"),
+            models.Index(fields=["status", "lease_expires_at"], name="dw_task_status_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_type} task {self.id}"
+
+
+class ActivityExecution(models.Model):
+    """One activity call of a workflow body; its id is the idempotency key."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="activity_executions"
+    )
+    sequence = models.PositiveIntegerField()
+    activity_type = models.CharField(max_length=255)
+    activity_class = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(
+        max_length=16, choices=ActivityStatus.choices, default=ActivityStatus.PENDING
+    )
+    arguments = models.JSONField(default=dict)
+    result = models.JSONField(null=True, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    queue = models.CharField(max_length=255, null=True, blank=True)
+    connection = models.CharField(max_length=255, null=True, blank=True)
+    attempt_count = models.PositiveIntegerField(default=0)
+    current_attempt_id = models.UUIDField(null=True, blank=True)
+    scheduled_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "durable_workflow_activity_execution"
+        ordering = ["run", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "sequence"], name="durable_workflow_activity_sequence_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.activity_type} #{self.sequence}"
+
+
+class ActivityAttempt(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    execution = models.ForeignKey(
+        ActivityExecution, on_delete=models.CASCADE, related_name="attempts"
+    )
+    attempt_number = models.PositiveIntegerField()
+    task_id = models.UUIDField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.RUNNING
+    )
+    lease_owner = models.CharField(max_length=255, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    retry_reason = models.CharField(max_length=32, null=True, blank=True)
+    started_at = models.DateTimeField()
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "durable_workflow_activity_attempt"
+        ordering = ["execution", "attempt_number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["execution", "attempt_number"],
+                name="durable_workflow_attempt_number_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt_number} of {self.execution_id}"
+
+
+class Timer(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="timers")
+    sequence = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=16, choices=TimerStatus.choices, default=TimerStatus.PENDING
+    )
+    delay_seconds = models.PositiveBigIntegerField()
+    fire_at = models.DateTimeField()
+    fired_at = models.DateTimeField(null=True, blank=True)
+    timer_kind = models.CharField(max_length=32, null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_timer"
+        ordering = ["run", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "sequence"], name="durable_workflow_timer_sequence_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"timer #{self.sequence} ({self.status})"

@@ -88,7 +88,7 @@ else:
     }
     for _folder in _BROKER_FOLDERS.values():
         _folder.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost//"  # the host part is ignored
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         **{key: str(folder) for key, folder in _BROKER_FOLDERS.items()},
         # The default (1 s) makes every hop of a workflow wait; 50 ms keeps it snappy.
@@ -100,13 +100,19 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 DURABLE_WORKFLOW = {"CELERY_APP": "example_project.celery.app"}
+# The example runs on one machine, where a process-local cache is enough.
+SILENCED_SYSTEM_CHECKS = ["durable_workflow.I001"]
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"activity": {"format": "    [worker] %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "activity": {"class": "logging.StreamHandler", "formatter": "activity"},
+    },
     "loggers": {
         "durable_workflow": {"handlers": ["console"], "level": "WARNING"},
-        "orders": {"handlers": ["console"], "level": "INFO"},
+        "orders": {"handlers": ["activity"], "level": "INFO", "propagate": False},
     },
 }

@@ -1,0 +1,27 @@
+# Targets named in README.md. Everything runs from the project's own .venv.
+# `make test PYTEST_ARGS="-k timers -x"` passes arguments to every pytest run.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LINT_PATHS := durable_workflow tests example_project
+
+.PHONY: venv example test lint
+
+venv: $(STAMP)
+
+# Re-install only when the dependency list changes; the install is editable.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+example: venv
+	cd example_project && ../$(BIN)/python manage.py migrate --noinput && ../$(BIN)/python manage.py run_example
+
+test: venv
+	bash scripts/test $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)

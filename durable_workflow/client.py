@@ -9,34 +9,27 @@ from typing import Any
 
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
+from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
+    CommandRejected,
+    QueryFailedError,
+    UpdateFailedError,
+    UpdateWaitTimedOutError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
 )
-from durable_workflow.executor import start_workflow
+from durable_workflow.executor import intake, readonly, start_workflow, updates
 from durable_workflow.executor.control import CommandOutcome, request_repair
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
+from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult, UpdateResult
 from durable_workflow.store import history, runs
+from durable_workflow.store import messages as message_store
+from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
-
-
-@dataclasses.dataclass(frozen=True)
-class StartResult:
-    """What happened to a start command."""
-
-    accepted: bool
-    outcome: str
-    command_id: str
-    instance_id: str
-    run_id: str | None
-    rejection_reason: str | None = None
-
-    def rejected(self) -> bool:
-        return not self.accepted
 
 
 class WorkflowStub:
@@ -91,7 +84,7 @@ class WorkflowStub:
     def start(self, *args: Any, options: StartOptions | None = None) -> StartResult:
         """Start the workflow; raises ``WorkflowAlreadyStartedError`` when rejected."""
         result = self.attempt_start(*args, options=options)
-        if result.rejected():
+        if result.rejected:
             raise WorkflowAlreadyStartedError(
                 result.outcome,
                 result.rejection_reason,
@@ -129,6 +122,131 @@ class WorkflowStub:
         outcome = request_repair(self._instance_id, reason=reason)
         self.refresh()
         return outcome
+
+    # -------------------------------------------------------------- signals
+    def _target_run(self) -> str | None:
+        return self.run_id() if self._pinned else None
+
+    def attempt_signal(self, name: str, *args: Any) -> CommandResult:
+        """Send a signal; the result says whether it was accepted and why not."""
+        return self.attempt_signal_with_arguments(name, list(args))
+
+    def attempt_signal_with_arguments(
+        self, name: str, arguments: list[Any] | dict[str, Any]
+    ) -> CommandResult:
+        """Send a signal with a positional list or a named map of arguments."""
+        outcome = intake.send_signal(self._instance_id, name, arguments, run_id=self._target_run())
+        return _command_result(outcome, self._pinned)
+
+    def signal(self, name: str, *args: Any) -> CommandResult:
+        """Send a signal; raises ``CommandRejected`` if it is rejected."""
+        return _raise_if_rejected(self.attempt_signal(name, *args), f"signal {name!r}")
+
+    def signal_with_start(
+        self,
+        name: str,
+        *signal_args: Any,
+        start_args: list[Any] | None = None,
+        options: StartOptions | None = None,
+    ) -> SignalWithStartResult:
+        """Start the workflow if no run is active, and signal it, atomically."""
+        workflow_cls = _class_or_none(self._workflow_type)
+        outcome = intake.signal_with_start(
+            instance_id=self._instance_id,
+            workflow_type=self._workflow_type,
+            workflow_class=class_path(workflow_cls) if workflow_cls else "",
+            signal_name=name,
+            signal_arguments=list(signal_args),
+            start_arguments=list(start_args or []),
+            options=options or StartOptions(),
+            queue=getattr(workflow_cls, "queue", None),
+            connection=getattr(workflow_cls, "connection", None),
+        )
+        self.refresh()
+        start = outcome.start
+        return SignalWithStartResult(
+            start=None
+            if start is None
+            else StartResult(
+                accepted=start.accepted,
+                outcome=start.outcome,
+                command_id=str(start.command_id),
+                instance_id=start.instance_id,
+                run_id=str(start.run_id) if start.run_id else None,
+                rejection_reason=start.rejection_reason,
+            ),
+            signal=_command_result(outcome.signal, False),
+        )
+
+    # -------------------------------------------------------------- queries
+    def query(self, name: str, *args: Any) -> Any:
+        """Ask the workflow's state through a ``@dw.query`` method (durable or method name)."""
+        return self.query_with_arguments(name, list(args))
+
+    def query_with_arguments(self, name: str, arguments: list[Any] | dict[str, Any]) -> Any:
+        run = self._run if self._pinned else runs.current_run(self._instance_id)
+        if run is None:
+            raise QueryFailedError(
+                "rejected_not_started", f"workflow {self._instance_id!r} has not started"
+            )
+        return readonly.run_query(run, name, arguments)[1]
+
+    # -------------------------------------------------------------- updates
+    def submit_update(self, name: str, *args: Any) -> UpdateResult:
+        """Record the update and return as soon as it is accepted (or rejected)."""
+        outcome = updates.submit_update(
+            self._instance_id, name, list(args), run_id=self._target_run()
+        )
+        return _update_result(outcome.record, outcome)
+
+    def attempt_update(
+        self, name: str, *args: Any, wait_timeout: float | None = None
+    ) -> UpdateResult:
+        """Submit the update and wait (bounded) for the workflow to apply it."""
+        return self.attempt_update_with_arguments(name, list(args), wait_timeout=wait_timeout)
+
+    def attempt_update_with_arguments(
+        self, name: str, arguments: list[Any] | dict[str, Any], *, wait_timeout: float | None = None
+    ) -> UpdateResult:
+        outcome = updates.submit_update(
+            self._instance_id, name, arguments, run_id=self._target_run()
+        )
+        result = _update_result(outcome.record, outcome)
+        if not result.accepted or result.update_id is None:
+            return result
+        settings = get_settings()
+        budget = settings.UPDATE_WAIT_TIMEOUT_SECONDS if wait_timeout is None else wait_timeout
+        deadline = time.monotonic() + budget
+        while True:
+            latest = self.inspect_update(result.update_id)
+            if latest.update_status != "accepted":
+                return latest
+            if time.monotonic() >= deadline:
+                return dataclasses.replace(latest, wait_timed_out=True)
+            time.sleep(settings.UPDATE_POLL_INTERVAL_MS / 1000)
+
+    def update(self, name: str, *args: Any, wait_timeout: float | None = None) -> Any:
+        """Run an update and return its result; raises if it is rejected, fails or times out."""
+        result = self.attempt_update(name, *args, wait_timeout=wait_timeout)
+        if result.rejected:
+            raise CommandRejected(
+                result.outcome or "rejected",
+                result.rejection_reason,
+                f"update {name!r} was rejected: {result.failure_message or result.outcome}",
+                **result.metadata,
+            )
+        if result.failed:
+            raise UpdateFailedError(f"update {name!r} failed: {result.failure_message}")
+        if result.wait_timed_out:
+            raise UpdateWaitTimedOutError(f"update {name!r} was accepted but has not finished yet")
+        return result.result
+
+    def inspect_update(self, update_id: str) -> UpdateResult:
+        """The stored lifecycle of an update; never waits."""
+        record = message_store.get_update(update_id)
+        if record is None or record.instance_id != self._instance_id:
+            raise WorkflowNotFoundError(f"no update {update_id!r} for {self._instance_id!r}")
+        return _update_result(record, None)
 
     # ---------------------------------------------------------------- state
     def refresh(self) -> WorkflowStub:
@@ -187,6 +305,65 @@ class WorkflowStub:
         while self.refresh().running() and time.monotonic() < deadline:
             time.sleep(poll_interval)
         return self
+
+
+def _command_result(outcome: Any, pinned: bool) -> CommandResult:
+    return CommandResult(
+        accepted=outcome.accepted,
+        outcome=outcome.outcome,
+        command_id=str(outcome.command_id),
+        instance_id=outcome.instance_id,
+        run_id=str(outcome.run_id) if outcome.run_id else None,
+        rejection_reason=outcome.rejection_reason,
+        metadata=dict(outcome.metadata),
+        target_scope="run" if pinned else "instance",
+        reason=getattr(outcome, "reason", None),
+    )
+
+
+def _raise_if_rejected(result: CommandResult, what: str) -> CommandResult:
+    if result.rejected:
+        raise CommandRejected(
+            result.outcome,
+            result.rejection_reason,
+            f"{what} was rejected: {result.rejection_reason or result.outcome}",
+            **result.metadata,
+        )
+    return result
+
+
+def _update_result(record: UpdateRecord | None, outcome: Any) -> UpdateResult:
+    if record is None:
+        return UpdateResult(
+            accepted=False,
+            update_status="rejected",
+            update_id=None,
+            update_name="",
+            command_id=str(outcome.command_id),
+            rejection_reason=outcome.rejection_reason,
+            outcome=outcome.outcome,
+            metadata=dict(outcome.metadata),
+        )
+    status = record.status
+    value = None
+    if status == "completed" and record.result is not None:
+        value = envelope.decode(record.result)
+    closed_outcome = {"completed": "update_completed", "failed": "update_failed"}
+    return UpdateResult(
+        accepted=status != "rejected",
+        update_status=status,
+        update_id=str(record.id),
+        update_name=record.update_name,
+        command_id=str(record.command_id),
+        result=value,
+        failure_message=record.failure_message or None,
+        rejection_reason=record.rejection_reason,
+        outcome=outcome.outcome
+        if outcome is not None and outcome.outcome
+        else closed_outcome.get(status),
+        closed_at=record.closed_at,
+        metadata=dict(outcome.metadata) if outcome is not None else {},
+    )
 
 
 def _type_key(workflow: type | str) -> str:

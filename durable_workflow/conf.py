@@ -44,6 +44,31 @@ class Settings:
     DATABASE_LOCKED_RETRIES: int = 10
     #: Identifier this process reports as lease owner (default: hostname:pid).
     WORKER_ID: str | None = None
+    #: How long ``WorkflowStub.update()`` waits for the update to finish.
+    UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
+    #: How often a waiting update caller polls its row.
+    UPDATE_POLL_INTERVAL_MS: int = 50
+    #: Overrides for structural limits (0 disables a check); see ``limit()``.
+    STRUCTURAL_LIMITS: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def limit(self, kind: str) -> int:
+        """The configured ceiling for a structural limit kind."""
+        return int(self.STRUCTURAL_LIMITS.get(kind, DEFAULT_LIMITS[kind]))
+
+
+#: Structural limits and their defaults; a value of 0 turns a check off.
+DEFAULT_LIMITS = {
+    "pending_activity_count": 2000,
+    "pending_child_count": 1000,
+    "pending_timer_count": 2000,
+    "pending_signal_count": 5000,
+    "pending_update_count": 500,
+    "command_batch_size": 1000,
+    "payload_size": 2 * 1024 * 1024,
+    "memo_size": 256 * 1024,
+    "search_attribute_size": 40 * 1024,
+    "history_transaction_size": 5000,
+}
 
 
 _INT_KEYS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", "float")}
@@ -62,6 +87,12 @@ def get_settings() -> Settings:
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ConfigurationError(f"DURABLE_WORKFLOW[{key!r}] must be a number >= 0")
+    limits = raw.get("STRUCTURAL_LIMITS", {})
+    if not isinstance(limits, dict) or set(limits) - set(DEFAULT_LIMITS):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] keys must be among: "
+            + ", ".join(sorted(DEFAULT_LIMITS))
+        )
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     return Settings(**raw)

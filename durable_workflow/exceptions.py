@@ -62,6 +62,19 @@ class NonDeterminismError(DurableWorkflowError):
         super().__init__(text)
 
 
+class QueryCommandError(DurableWorkflowError):
+    """A query method or a wait predicate tried to call a durable helper."""
+
+
+class QueryFailedError(DurableWorkflowError):
+    """A query could not be answered (unknown name, bad arguments, or it raised)."""
+
+    def __init__(self, reason: str, message: str, **metadata: Any):
+        self.reason = reason
+        self.metadata = metadata
+        super().__init__(message)
+
+
 class NonRetryableError(DurableWorkflowError):
     """Raise (or subclass) in an activity to stop further retries."""
 
@@ -133,6 +146,14 @@ class CommandRejected(DurableWorkflowError):
         self.reason = reason
         self.metadata = metadata
         super().__init__(message or f"command rejected: {outcome} ({reason})")
+
+
+class UpdateFailedError(DurableWorkflowError):
+    """An accepted update's handler raised; the run itself stays open."""
+
+
+class UpdateWaitTimedOutError(DurableWorkflowError, TimeoutError):
+    """An update was accepted but did not finish within the wait budget."""
 
 
 class WorkflowAlreadyStartedError(CommandRejected):

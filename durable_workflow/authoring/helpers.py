@@ -16,7 +16,7 @@ from durable_workflow import ids, registry
 from durable_workflow.engine.durations import Duration, to_seconds
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
-from durable_workflow.exceptions import NotInWorkflowError
+from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
 from durable_workflow.options import ActivityOptions
 
 
@@ -119,3 +119,56 @@ def uuid7() -> str:
 def now() -> dt.datetime:
     """Deterministic workflow time: when the last input the body consumed was recorded."""
     return _runtime("now").now()
+
+
+def _timeout_seconds(runtime: WorkflowRuntime, timeout: Duration | None) -> int | None:
+    return None if timeout is None else to_seconds(timeout, now=runtime.now())
+
+
+def _declared(runtime: WorkflowRuntime, name: str) -> str:
+    contracts = getattr(type(runtime.instance), "_dw_signal_contracts", {})
+    if name not in contracts:
+        raise ConfigurationError(
+            f"signal {name!r} is not declared; add it to {type(runtime.instance).__name__}.signals"
+        )
+    return name
+
+
+def wait_signal(name: str, timeout: Duration | None = None) -> Any:
+    """Wait for the next signal called ``name``; ``None`` if ``timeout`` passes first.
+
+    The value is ``True`` for a signal sent without arguments, the argument for
+    one, and the list of arguments for several.
+    """
+    runtime = _runtime("wait_signal")
+    return runtime.wait_signal(_declared(runtime, name), _timeout_seconds(runtime, timeout))
+
+
+def wait(
+    condition: str | Callable[[], Any],
+    *,
+    timeout: Duration | None = None,
+    condition_key: str | None = None,
+) -> Any:
+    """Wait for a named signal (a string) or until a predicate over workflow state holds.
+
+    With a predicate: returns True when it holds, False when ``timeout`` wins.
+    With a signal name: returns the payload, or None when ``timeout`` wins.
+    """
+    runtime = _runtime("wait")
+    if isinstance(condition, str):
+        if condition_key is not None:
+            raise TypeError("condition_key only applies to predicate waits")
+        return runtime.wait_signal(
+            _declared(runtime, condition), _timeout_seconds(runtime, timeout)
+        )
+    if not callable(condition):
+        raise TypeError(f"wait() takes a signal name or a predicate, not {condition!r}")
+    return runtime.wait_condition(condition, _timeout_seconds(runtime, timeout), condition_key)
+
+
+def wait_with_timeout(
+    timeout: Duration, condition: str | Callable[[], Any], condition_key: str | None = None
+) -> Any:
+    """``wait(condition, timeout=timeout, condition_key=...)`` with the deadline first."""
+    return wait(condition, timeout=timeout, condition_key=condition_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from durable_workflow import registry
-from durable_workflow.authoring import helpers
+from durable_workflow.authoring import decorators, helpers
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import NotInWorkflowError
 
@@ -27,6 +27,7 @@ class Workflow:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        decorators.collect(cls)
         if not cls.__dict__.get("abstract", False):
             registry.register_workflow(cls)
 
@@ -69,3 +70,6 @@ class Workflow:
     uuid4 = staticmethod(helpers.uuid4)
     uuid7 = staticmethod(helpers.uuid7)
     now = staticmethod(helpers.now)
+    wait = staticmethod(helpers.wait)
+    wait_signal = staticmethod(helpers.wait_signal)
+    wait_with_timeout = staticmethod(helpers.wait_with_timeout)

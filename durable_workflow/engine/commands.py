@@ -27,6 +27,8 @@ class ScheduleActivity:
 class StartTimer:
     step: int
     delay_seconds: int
+    #: ``None`` for ``timer()``; ``signal_timeout`` / ``condition_timeout`` for a wait's deadline.
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,5 +67,68 @@ class FailWorkflow:
     failure: FailureInfo
 
 
-Command = ScheduleActivity | StartTimer | RecordSideEffect | RecordFailureHandled
+@dataclass(frozen=True, slots=True)
+class OpenSignalWait:
+    step: int
+    signal_name: str
+    timeout_seconds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApplySignal:
+    """A received signal was consumed by a wait (``step``) or a handler."""
+
+    step: int
+    signal_id: str
+    signal_name: str
+    by_handler: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OpenConditionWait:
+    step: int
+    condition_key: str | None
+    fingerprint: str
+    timeout_seconds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveConditionWait:
+    step: int
+    satisfied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyUpdate:
+    update_id: str
+    update_name: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteUpdate:
+    update_id: str
+    update_name: str
+    result: Envelope | None = None
+    failure: FailureInfo | None = None
+
+
+Command = (
+    ScheduleActivity
+    | StartTimer
+    | RecordSideEffect
+    | RecordFailureHandled
+    | OpenSignalWait
+    | ApplySignal
+    | OpenConditionWait
+    | ResolveConditionWait
+    | CancelTimer
+    | ApplyUpdate
+    | CompleteUpdate
+)
 CloseCommand = CompleteWorkflow | FailWorkflow

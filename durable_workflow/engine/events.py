@@ -33,16 +33,33 @@ class EventType(StrEnum):
     TIMER_CANCELLED = "TimerCancelled"
     SIDE_EFFECT_RECORDED = "SideEffectRecorded"
     FAILURE_HANDLED = "FailureHandled"
+    SIGNAL_RECEIVED = "SignalReceived"
+    SIGNAL_WAIT_OPENED = "SignalWaitOpened"
+    SIGNAL_APPLIED = "SignalApplied"
+    CONDITION_WAIT_OPENED = "ConditionWaitOpened"
+    CONDITION_WAIT_SATISFIED = "ConditionWaitSatisfied"
+    CONDITION_WAIT_TIMED_OUT = "ConditionWaitTimedOut"
+    UPDATE_ACCEPTED = "UpdateAccepted"
+    UPDATE_REJECTED = "UpdateRejected"
+    UPDATE_APPLIED = "UpdateApplied"
+    UPDATE_COMPLETED = "UpdateCompleted"
 
 
-#: Events written because the body asked for something; keyed by step.
+#: Events written because the body asked for something; keyed by step. (A
+#: TimerScheduled that carries a ``timer_kind`` is the timeout of a wait and
+#: belongs to that wait's step instead.)
 COMMAND_EVENTS = frozenset(
     {
         EventType.ACTIVITY_SCHEDULED,
         EventType.TIMER_SCHEDULED,
         EventType.SIDE_EFFECT_RECORDED,
+        EventType.SIGNAL_WAIT_OPENED,
+        EventType.CONDITION_WAIT_OPENED,
     }
 )
+
+#: Inputs from outside the body that are not tied to a step.
+MESSAGE_EVENTS = frozenset({EventType.SIGNAL_RECEIVED, EventType.UPDATE_ACCEPTED})
 
 #: Events that resolve a step the body is waiting on, delivered in log order.
 RESOLUTION_EVENTS = frozenset(

@@ -10,11 +10,14 @@ Rules (see docs/explanation/replay.md):
 * every durable helper call takes the next *step* number; a step recorded in
   history must be asked for again with the same kind and name, otherwise the
   task fails with ``NonDeterminismError`` and nothing is written;
-* inputs from outside the body (activity results, timer fires...) are
-  delivered one at a time in history order, and after each delivery every
-  ready greenlet runs, FIFO, until it blocks or finishes;
-* inline steps (side effects, zero-length timers) resolve from their own
-  recorded event at the moment the body reaches them.
+* inputs from outside the body (activity results, timer fires, signals,
+  updates) are delivered one at a time in history order; after each delivery
+  every ready greenlet runs, FIFO, until it blocks or finishes, and pending
+  condition predicates are re-checked;
+* inline steps (side effects, zero-length timers, waits that are already
+  satisfied) resolve at the moment the body reaches them;
+* facts the body produces along the way (a failure it handled, a signal it
+  consumed, an update it applied) are recorded once and recognised on replay.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import greenlet
@@ -35,21 +38,22 @@ from durable_workflow.engine.commands import (
     CompleteWorkflow,
     FailWorkflow,
     RecordFailureHandled,
-    RecordSideEffect,
-    ScheduleActivity,
-    StartTimer,
 )
 from durable_workflow.engine.events import (
     COMMAND_EVENTS,
+    MESSAGE_EVENTS,
     RESOLUTION_EVENTS,
     TERMINAL_EVENTS,
     EventType,
     HistoryEvent,
 )
+from durable_workflow.engine.inbox import InboxMixin
+from durable_workflow.engine.steps import StepsMixin
 from durable_workflow.exceptions import (
     ActivityFailed,
     DurableWorkflowError,
     NonDeterminismError,
+    QueryCommandError,
 )
 
 Signature = tuple[str, str | None]
@@ -58,11 +62,26 @@ _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.ACTIVITY_SCHEDULED: lambda p: ("activity", p.get("activity_type")),
     EventType.TIMER_SCHEDULED: lambda p: ("timer", None),
     EventType.SIDE_EFFECT_RECORDED: lambda p: ("side_effect", None),
+    EventType.SIGNAL_WAIT_OPENED: lambda p: ("signal", p.get("signal_name")),
+    EventType.CONDITION_WAIT_OPENED: lambda p: ("condition", p.get("condition_key")),
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
     "timer": EventType.TIMER_SCHEDULED,
     "side_effect": EventType.SIDE_EFFECT_RECORDED,
+    "signal": EventType.SIGNAL_WAIT_OPENED,
+    "condition": EventType.CONDITION_WAIT_OPENED,
+}
+
+#: History events that record a fact the runtime itself produced, and their dedupe key.
+_MARKER_KEYS: dict[str, Callable[[dict[str, Any]], Hashable]] = {
+    EventType.FAILURE_HANDLED: lambda p: ("handled", p.get("sequence")),
+    EventType.SIGNAL_APPLIED: lambda p: ("signal", p.get("signal_id")),
+    EventType.TIMER_CANCELLED: lambda p: ("timer_cancelled", p.get("sequence")),
+    EventType.CONDITION_WAIT_SATISFIED: lambda p: ("condition", p.get("sequence")),
+    EventType.CONDITION_WAIT_TIMED_OUT: lambda p: ("condition", p.get("sequence")),
+    EventType.UPDATE_APPLIED: lambda p: ("update_applied", p.get("update_id")),
+    EventType.UPDATE_COMPLETED: lambda p: ("update_completed", p.get("update_id")),
 }
 
 
@@ -70,13 +89,13 @@ class _Abort(BaseException):
     """Unwinds a body after a fatal engine error; never seen by user code."""
 
 
-def _describe(sig: Signature) -> str:
+def describe_signature(sig: Signature) -> str:
     kind, name = sig
     label = _EVENT_OF_KIND.get(kind, kind)
     return f"{label}({name})" if name else str(label)
 
 
-class _Future:
+class Future:
     __slots__ = ("done", "error", "value", "waiters")
 
     def __init__(self) -> None:
@@ -86,7 +105,7 @@ class _Future:
         self.waiters: list[greenlet.greenlet] = []
 
 
-class WorkflowRuntime:
+class WorkflowRuntime(StepsMixin, InboxMixin):
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -104,9 +123,10 @@ class WorkflowRuntime:
         self.closed: CloseCommand | None = None
         self._factory = factory
         self._recorded: dict[int, HistoryEvent] = {}
+        self._timeouts: dict[int, HistoryEvent] = {}
         self._issued: dict[int, Signature] = {}
-        self._handled: set[int] = set()
-        self._futures: dict[int, _Future] = {}
+        self._markers: set[Hashable] = set()
+        self._futures: dict[int, Future] = {}
         self._thrown: dict[greenlet.greenlet, tuple[int, BaseException]] = {}
         self._ready: deque[tuple[greenlet.greenlet, Any, BaseException | None]] = deque()
         self._greenlets: list[greenlet.greenlet] = []
@@ -117,7 +137,8 @@ class WorkflowRuntime:
         self._hub: greenlet.greenlet | None = None
         self._fatal: BaseException | None = None
         self._unwinding = False
-        self._history_closed = False
+        self._query_mode = False
+        self._init_inbox()
 
     # ------------------------------------------------------------------ feeding
     @property
@@ -151,21 +172,26 @@ class WorkflowRuntime:
 
     def _index(self, events: list[HistoryEvent]) -> None:
         for event in events:
-            step = event.step
-            if step is None:
+            kind = event.event_type
+            if kind in _MARKER_KEYS:
+                self._markers.add(_MARKER_KEYS[kind](event.payload))
                 continue
-            if event.event_type in COMMAND_EVENTS:
-                if step in self._issued:
-                    self._verify(step, event)
-                else:
-                    self._recorded[step] = event
-            elif event.event_type == EventType.FAILURE_HANDLED:
-                self._handled.add(step)
+            step = event.step
+            if step is None or kind not in COMMAND_EVENTS:
+                continue
+            if kind == EventType.TIMER_SCHEDULED and event.payload.get("timer_kind"):
+                self._timeouts[step] = event
+            elif step in self._issued:
+                self._verify(step, event)
+            else:
+                self._recorded[step] = event
 
     def _verify(self, step: int, event: HistoryEvent) -> None:
         recorded = _SIGNATURE_OF_EVENT[event.event_type](event.payload)
         if recorded != self._issued[step]:
-            raise NonDeterminismError(step, _describe(recorded), _describe(self._issued[step]))
+            raise NonDeterminismError(
+                step, describe_signature(recorded), describe_signature(self._issued[step])
+            )
 
     def _apply(self, event: HistoryEvent) -> None:
         kind = event.event_type
@@ -175,8 +201,12 @@ class WorkflowRuntime:
             self._spawn(self._main, *(args or []))
         elif kind in RESOLUTION_EVENTS:
             self._deliver(event)
+        elif kind in MESSAGE_EVENTS:
+            if event.recorded_at is not None:
+                self._now = event.recorded_at
+            self._deliver_message(event)
         elif kind in TERMINAL_EVENTS:
-            self._history_closed = True
+            pass
 
     def _deliver(self, event: HistoryEvent) -> None:
         step = event.step
@@ -185,7 +215,7 @@ class WorkflowRuntime:
         if future is None:
             command = self._recorded.get(step)
             recorded = (
-                _describe(_SIGNATURE_OF_EVENT[command.event_type](command.payload))
+                describe_signature(_SIGNATURE_OF_EVENT[command.event_type](command.payload))
                 if command is not None
                 else str(event.event_type)
             )
@@ -193,31 +223,31 @@ class WorkflowRuntime:
                 step, recorded, None, "history holds a step the code never reached"
             )
         if future.done:
-            return  # resolved inline when the body reached it
+            return  # resolved inline, or a wait whose other branch already won
         if event.recorded_at is not None:
             self._now = event.recorded_at
         kind = event.event_type
         if kind == EventType.ACTIVITY_COMPLETED:
             self._resolve(future, value=self._decode(event.payload.get("result")))
         elif kind == EventType.TIMER_FIRED:
-            self._resolve(future, value=None)
+            self._timer_fired(step, future)
         else:
             self._resolve(future, error=failures.rebuild(ActivityFailed, event.payload))
 
     def _check_unreached(self) -> None:
-        if self._fatal is not None:
+        if self._fatal is not None or self._ready:
             return
         unreached = sorted(s for s in self._recorded if s not in self._issued)
-        if unreached and self._quiescent():
+        if unreached:
             step = unreached[0]
             event = self._recorded[step]
             recorded = _SIGNATURE_OF_EVENT[event.event_type](event.payload)
             raise NonDeterminismError(
-                step, _describe(recorded), None, "history holds a step the code never reached"
+                step,
+                describe_signature(recorded),
+                None,
+                "history holds a step the code never reached",
             )
-
-    def _quiescent(self) -> bool:
-        return not self._ready
 
     # --------------------------------------------------------------- scheduling
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet.greenlet:
@@ -228,35 +258,46 @@ class WorkflowRuntime:
         return gr
 
     def _run_ready(self) -> None:
-        while self._ready:
-            gr, value, error = self._ready.popleft()
-            if gr.dead:
-                continue
-            if error is not None:
-                gr.throw(error)
-                self._after_throw(gr, error)
-            elif not gr:  # not started yet: ``value`` holds the call arguments
-                gr.switch(*value)
-            else:
-                gr.switch(value)
-            if self._fatal is not None:
-                raise self._fatal
+        while True:
+            while self._ready:
+                gr, value, error = self._ready.popleft()
+                if gr.dead:
+                    continue
+                if error is not None:
+                    gr.throw(error)
+                    self._after_throw(gr, error)
+                elif not gr:  # not started yet: ``value`` holds the call arguments
+                    gr.switch(*value)
+                else:
+                    gr.switch(value)
+                if self._fatal is not None:
+                    raise self._fatal
+            if not self._check_conditions():
+                return
 
     def _after_throw(self, gr: greenlet.greenlet, error: BaseException) -> None:
         step, thrown = self._thrown.pop(gr, (0, error))
         escaped = getattr(gr, "dw_error", None) is thrown
-        if not escaped and step and step not in self._handled:
-            self._handled.add(step)
-            self._new.append(
+        if not escaped and step:
+            self._mark(
+                ("handled", step),
                 RecordFailureHandled(
                     step=step,
                     exception_type=getattr(thrown, "exception_type", "") or type(thrown).__name__,
                     message=str(thrown),
-                )
+                ),
             )
 
+    def _mark(self, key: Hashable, command: Command) -> None:
+        """Record a fact once: history already holding ``key`` means it was recorded."""
+        if key in self._markers:
+            return
+        self._markers.add(key)
+        if not self._query_mode:
+            self._new.append(command)
+
     def _resolve(
-        self, future: _Future, *, value: Any = None, error: BaseException | None = None
+        self, future: Future, *, value: Any = None, error: BaseException | None = None
     ) -> None:
         future.done, future.value, future.error = True, value, error
         for gr in future.waiters:
@@ -264,17 +305,21 @@ class WorkflowRuntime:
         future.waiters.clear()
 
     def _main(self, *args: Any) -> None:
-        gr = greenlet.getcurrent()
         try:
             self.instance = self._factory()
             result = self.instance.handle(*args)
-            self.closed = CompleteWorkflow(result=self._encode(result))
+            if self.closed is None:
+                self.closed = CompleteWorkflow(result=self._encode(result))
         except _Abort:
             return
         except greenlet.GreenletExit:
             raise
         except BaseException as exc:  # the body failed: that is an outcome
-            gr.dw_error = exc  # type: ignore[attr-defined]
+            self._fail_run(exc)
+
+    def _fail_run(self, exc: BaseException) -> None:
+        greenlet.getcurrent().dw_error = exc  # type: ignore[attr-defined]
+        if self.closed is None:
             self.closed = FailWorkflow(failure=failures.describe(exc))
 
     # ------------------------------------------------- called from body code
@@ -282,56 +327,15 @@ class WorkflowRuntime:
         assert self._now is not None
         return self._now
 
-    def schedule_activity(
-        self,
-        *,
-        activity_type: str,
-        activity_class: str,
-        arguments: list[Any],
-        options: dict[str, Any],
-        queue: str | None,
-        connection: str | None,
-    ) -> Any:
-        step = self._next_step(("activity", activity_type))
-        future = self._futures[step] = _Future()
-        if step not in self._recorded:
-            self._new.append(
-                ScheduleActivity(
-                    step=step,
-                    activity_type=activity_type,
-                    activity_class=activity_class,
-                    arguments=self._encode(arguments),
-                    options=options,
-                    queue=queue,
-                    connection=connection,
-                )
-            )
-        return self._wait(step, future)
-
-    def timer(self, seconds: int) -> None:
-        step = self._next_step(("timer", None))
-        future = self._futures[step] = _Future()
-        recorded = self._recorded.get(step)
-        if recorded is None:
-            self._new.append(StartTimer(step=step, delay_seconds=seconds))
-            if seconds == 0:
-                self._resolve(future)
-        elif int(recorded.payload.get("delay_seconds", -1)) == 0:
-            self._resolve(future)
-        return self._wait(step, future)
-
-    def side_effect(self, fn: Callable[[], Any]) -> Any:
-        step = self._next_step(("side_effect", None))
-        recorded = self._recorded.get(step)
-        if recorded is not None:
-            return self._decode(recorded.payload.get("result"))
-        value = fn()
-        self._new.append(RecordSideEffect(step=step, result=self._encode(value)))
-        return value
-
-    def _next_step(self, sig: Signature) -> int:
+    def _next_step(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
+        """Claim the next step number; returns it and the event history recorded for it."""
         if self._unwinding:
             raise greenlet.GreenletExit()
+        if greenlet.getcurrent() in self._restricted:
+            raise QueryCommandError(
+                "queries and wait predicates may only read workflow state; they cannot "
+                f"call durable helpers (asked for {describe_signature(sig)})"
+            )
         self._step += 1
         step = self._step
         recorded = self._recorded.get(step)
@@ -339,12 +343,18 @@ class WorkflowRuntime:
             recorded_sig = _SIGNATURE_OF_EVENT[recorded.event_type](recorded.payload)
             if recorded_sig != sig:
                 self.fail_fatally(
-                    NonDeterminismError(step, _describe(recorded_sig), _describe(sig))
+                    NonDeterminismError(
+                        step, describe_signature(recorded_sig), describe_signature(sig)
+                    )
                 )
         self._issued[step] = sig
-        return step
+        return step, recorded
 
-    def _wait(self, step: int, future: _Future) -> Any:
+    def _issue(self, command: Command, recorded: HistoryEvent | None) -> None:
+        if recorded is None and not self._query_mode:
+            self._new.append(command)
+
+    def _wait(self, step: int, future: Future) -> Any:
         if not future.done:
             gr = greenlet.getcurrent()
             future.waiters.append(gr)
@@ -372,6 +382,33 @@ class WorkflowRuntime:
     def _decode(self, env: Any) -> Any:
         return envelope.decode(env, expected_codec=self.codec)
 
+    # ---------------------------------------------------------------- queries
+    def query(self, method: Callable[..., Any], args: list[Any]) -> Any:
+        """Call a query method on the replayed instance; durable helpers are refused."""
+        self._query_mode = True
+        self._hub = greenlet.getcurrent()
+        outcome: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                outcome["value"] = method(*args)
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        gr = greenlet.greenlet(call, parent=self._hub)
+        gr.dw_runtime = self  # type: ignore[attr-defined]
+        self._restricted.add(gr)
+        gr.switch()
+        if self._fatal is not None:
+            raise self._fatal
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("value")
+
+    def enter_query_mode(self) -> None:
+        """Replay without producing commands (queries and update validators)."""
+        self._query_mode = True
+
     # -------------------------------------------------------------- teardown
     def dispose(self) -> None:
         """Unwind every suspended greenlet deliberately (runs user finally blocks)."""
@@ -380,7 +417,7 @@ class WorkflowRuntime:
         for gr in self._greenlets:
             if not gr.dead:
                 gr.parent = hub
-                with contextlib.suppress(DurableWorkflowError):
+                with contextlib.suppress(DurableWorkflowError, _Abort):
                     gr.throw(greenlet.GreenletExit())
         self._greenlets.clear()
 

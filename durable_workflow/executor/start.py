@@ -48,6 +48,7 @@ def start_workflow(
     queue: str | None,
     connection: str | None,
     source: str = "client",
+    command_metadata: dict[str, Any] | None = None,
 ) -> StartOutcome:
     validate_instance_id(instance_id)
     settings = get_settings()
@@ -59,7 +60,9 @@ def start_workflow(
         instance = runs.lock_instance(instance_id)
         assert instance is not None
         if instance.current_run_id is not None:
-            return _duplicate(instance.current_run_id, instance_id, options, source, now=now)
+            return _duplicate(
+                instance.current_run_id, instance_id, options, source, command_metadata, now=now
+            )
         run = runs.create_run(
             instance_id=instance_id,
             workflow_type=workflow_type,
@@ -79,7 +82,7 @@ def start_workflow(
             outcome="started_new",
             source=source,
             now=now,
-            payload={"workflow_type": workflow_type},
+            payload={"workflow_type": workflow_type, **(command_metadata or {})},
         )
         started = {
             "workflow_type": workflow_type,
@@ -133,7 +136,13 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
 
 
 def _duplicate(
-    run_id: uuid.UUID, instance_id: str, options: StartOptions, source: str, *, now: dt.datetime
+    run_id: uuid.UUID,
+    instance_id: str,
+    options: StartOptions,
+    source: str,
+    metadata: dict[str, Any] | None,
+    *,
+    now: dt.datetime,
 ) -> StartOutcome:
     current = runs.get_run(run_id)
     active = current is not None and current.status not in TERMINAL_RUN_STATUSES
@@ -145,6 +154,7 @@ def _duplicate(
             status=CommandStatus.ACCEPTED,
             outcome="returned_existing_active",
             source=source,
+            payload=metadata,
             now=now,
         )
         return StartOutcome(True, "returned_existing_active", command.id, instance_id, run_id)
@@ -156,6 +166,7 @@ def _duplicate(
         outcome="rejected_duplicate",
         rejection_reason="instance_already_started",
         source=source,
+        payload=metadata,
         now=now,
     )
     return StartOutcome(

@@ -16,9 +16,7 @@ class WorkflowSignal(models.Model):
     run = models.ForeignKey(
         WorkflowRun, null=True, blank=True, on_delete=models.CASCADE, related_name="signals"
     )
-    command = models.OneToOneField(
-        WorkflowCommand, on_delete=models.CASCADE, related_name="signal"
-    )
+    command = models.OneToOneField(WorkflowCommand, on_delete=models.CASCADE, related_name="signal")
     signal_name = models.CharField(max_length=255)
     arguments = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=SignalStatus.choices)
@@ -43,9 +41,7 @@ class WorkflowUpdate(models.Model):
     run = models.ForeignKey(
         WorkflowRun, null=True, blank=True, on_delete=models.CASCADE, related_name="updates"
     )
-    command = models.OneToOneField(
-        WorkflowCommand, on_delete=models.CASCADE, related_name="update"
-    )
+    command = models.OneToOneField(WorkflowCommand, on_delete=models.CASCADE, related_name="update")
     update_name = models.CharField(max_length=255)
     arguments = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=UpdateStatus.choices)

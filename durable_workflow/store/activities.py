@@ -163,6 +163,7 @@ def create_timer(
     fire_at: dt.datetime,
     now: dt.datetime,
     fired: bool = False,
+    kind: str | None = None,
 ) -> TimerRecord:
     row = Timer.objects.create(
         id=uuid7(),
@@ -172,6 +173,7 @@ def create_timer(
         fire_at=fire_at,
         status=TimerStatus.FIRED if fired else TimerStatus.PENDING,
         fired_at=now if fired else None,
+        timer_kind=kind,
         created_at=now,
     )
     return _timer_record(row)

@@ -13,11 +13,15 @@ from durable_workflow.models import HistoryEvent
 from durable_workflow.store.records import RunRecord
 
 
-def load_history(run_id: uuid.UUID | str, *, after_sequence: int = 0) -> list[Event]:
-    """The run's events in order, in one query (or only the tail after a sequence)."""
+def load_history(
+    run_id: uuid.UUID | str, *, after_sequence: int = 0, up_to: int | None = None
+) -> list[Event]:
+    """The run's events in order, in one query (optionally only a window of sequences)."""
     rows = HistoryEvent.objects.filter(run_id=run_id)
     if after_sequence:
         rows = rows.filter(sequence__gt=after_sequence)
+    if up_to is not None:
+        rows = rows.filter(sequence__lte=up_to)
     return [
         Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
         for seq, kind, payload, at in rows.order_by("sequence").values_list(

@@ -70,7 +70,7 @@ def test_load_of_missing_instance_and_run():
 def test_start_result_and_run_state(inline):
     stub = WorkflowStub.make(Sequential, "start-1")
     result = stub.start("ada", options=StartOptions(business_key="order-9", labels={"t": "a"}))
-    assert result.accepted and not result.rejected()
+    assert result.accepted and not result.rejected
     assert result.outcome == "started_new"
     assert result.run_id == stub.run_id()
     assert stub.status() == "pending" and stub.running()
@@ -92,7 +92,7 @@ def test_duplicate_start_is_rejected_by_default(inline):
         WorkflowStub.load("dup-1").start("bob")
     assert info.value.reason == "instance_already_started"
     result = WorkflowStub.load("dup-1").attempt_start("bob")
-    assert result.rejected()
+    assert result.rejected
     assert (result.outcome, result.rejection_reason) == (
         "rejected_duplicate",
         "instance_already_started",
@@ -112,7 +112,7 @@ def test_duplicate_start_can_return_the_existing_active_run(inline):
     inline.run()
     # once closed there is nothing active to return: the start is rejected
     closed = WorkflowStub.load("dup-2").attempt_start(options=StartOptions.return_existing_active())
-    assert closed.rejected() and closed.rejection_reason == "instance_already_started"
+    assert closed.rejected and closed.rejection_reason == "instance_already_started"
 
 
 def test_unencodable_arguments_write_nothing(inline):

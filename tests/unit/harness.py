@@ -37,10 +37,7 @@ class Harness:
 
     def task(self, *, warm: bool = False) -> WorkflowRuntime:
         """One workflow task: replay (cold, or the warm runtime's tail) and record commands."""
-        if warm and self.warm is not None:
-            runtime = self.warm
-        else:
-            runtime = self.runtime()
+        runtime = self.warm if warm and self.warm is not None else self.runtime()
         runtime.feed(self.events)
         for command in runtime.take_commands():
             self._record(command)

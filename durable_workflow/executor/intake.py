@@ -1,0 +1,250 @@
+"""Signals from outside: intake checks, durable acceptance or rejection, signal-with-start."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import clock, contracts, registry
+from durable_workflow.codec import envelope
+from durable_workflow.conf import get_settings
+from durable_workflow.engine.events import EventType
+from durable_workflow.exceptions import WorkflowNotFoundError
+from durable_workflow.executor.common import retry_when_locked, wake_workflow
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    CommandStatus,
+    CommandType,
+    SignalStatus,
+)
+from durable_workflow.store import commands, history, messages, runs
+from durable_workflow.store.records import RunRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejection:
+    outcome: str
+    reason: str | None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalOutcome:
+    accepted: bool
+    outcome: str
+    command_id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    signal_id: uuid.UUID | None
+    rejection_reason: str | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def resolve_target(
+    instance_id: str, run_id: str | uuid.UUID | None
+) -> tuple[RunRecord | None, Rejection | None]:
+    """Lock the instance's newest run and check it can take a command."""
+    if runs.get_instance(instance_id) is None:
+        raise WorkflowNotFoundError(f"no workflow instance {instance_id!r}")
+    current = runs.current_run(instance_id)
+    if current is None:
+        return None, Rejection("rejected_not_started", "instance_not_started")
+    run = runs.lock_run(current.id)
+    assert run is not None
+    if run_id is not None and str(run_id) != str(run.id):
+        return run, Rejection(
+            "rejected_not_current",
+            "selected_run_not_current",
+            {"requested_run_id": str(run_id), "resolved_run_id": str(run.id)},
+        )
+    if run.status in TERMINAL_RUN_STATUSES:
+        return run, Rejection("rejected_not_active", "run_not_active")
+    return run, None
+
+
+def limit_rejection(kind: str, value: int) -> Rejection | None:
+    configured = get_settings().limit(kind)
+    if configured and value >= configured:
+        return Rejection(
+            "structural_limit_exceeded",
+            "structural_limit_exceeded",
+            {
+                "structural_limit_kind": kind,
+                "structural_limit_value": value + 1,
+                "structural_limit_configured": configured,
+            },
+        )
+    return None
+
+
+def check_signal(
+    workflow_type: str, name: str, arguments: Any
+) -> tuple[list[Any], Rejection | None]:
+    """Validate a signal against the workflow's declared contract."""
+    cls = registry.workflow_class(workflow_type)
+    declared: dict[str, Any] = getattr(cls, "_dw_signal_contracts", {})
+    if name not in declared:
+        return [], Rejection("rejected_unknown_signal", "unknown_signal")
+    if not isinstance(arguments, list | tuple | dict):
+        return [], Rejection(
+            "rejected_invalid_arguments",
+            "invalid_arguments",
+            {"validation_errors": {"arguments": ["Arguments must be a list or a map."]}},
+        )
+    try:
+        return contracts.check_params(declared[name], arguments), None
+    except contracts.ArgumentsInvalid as exc:
+        return [], Rejection(
+            "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": exc.errors}
+        )
+
+
+@retry_when_locked
+def send_signal(
+    instance_id: str,
+    name: str,
+    arguments: Any,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    source: str = "client",
+    metadata: dict[str, Any] | None = None,
+) -> SignalOutcome:
+    now = clock.now()
+    with transaction.atomic():
+        run, rejection = resolve_target(instance_id, run_id)
+        values: list[Any] = []
+        if rejection is None and run is not None:
+            values, rejection = check_signal(run.workflow_type, name, arguments)
+        if rejection is None and run is not None:
+            rejection = limit_rejection(
+                "pending_signal_count", messages.pending_signal_count(run.id)
+            )
+        return _record_signal(
+            instance_id, run, name, values, rejection, source, metadata or {}, now=now
+        )
+
+
+def _record_signal(
+    instance_id: str,
+    run: RunRecord | None,
+    name: str,
+    values: list[Any],
+    rejection: Rejection | None,
+    source: str,
+    metadata: dict[str, Any],
+    *,
+    now: dt.datetime,
+) -> SignalOutcome:
+    codec = run.payload_codec if run else get_settings().PAYLOAD_CODEC
+    encoded = envelope.encode(values, codec) if rejection is None else {}
+    accepted = rejection is None
+    command = commands.record_command(
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        command_type=CommandType.SIGNAL,
+        status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+        outcome="signal_received" if accepted else rejection.outcome,  # type: ignore[union-attr]
+        rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+        source=source,
+        payload={"signal_name": name, **metadata},
+        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        now=now,
+    )
+    signal_id = messages.create_signal(
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        command_id=command.id,
+        name=name,
+        arguments=encoded,
+        status=SignalStatus.RECEIVED if accepted else SignalStatus.REJECTED,
+        rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+        received_sequence=run.next_sequence if accepted and run else None,
+        now=now,
+    )
+    if accepted and run is not None:
+        history.append_events(
+            run,
+            [
+                (
+                    EventType.SIGNAL_RECEIVED,
+                    {
+                        "signal_id": str(signal_id),
+                        "signal_name": name,
+                        "arguments": encoded,
+                        "command_id": str(command.id),
+                    },
+                )
+            ],
+            now=now,
+        )
+        wake_workflow(run, now=now)
+        runs.save_run(run, now=now)
+    return SignalOutcome(
+        accepted=accepted,
+        outcome=command.outcome,
+        command_id=command.id,
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        signal_id=signal_id,
+        rejection_reason=command.rejection_reason,
+        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalWithStartOutcome:
+    start: Any  # StartOutcome | None
+    signal: SignalOutcome
+
+
+@retry_when_locked
+def signal_with_start(
+    *,
+    instance_id: str,
+    workflow_type: str,
+    workflow_class: str,
+    signal_name: str,
+    signal_arguments: Any,
+    start_arguments: list[Any],
+    options: Any,
+    queue: str | None,
+    connection: str | None,
+    source: str = "client",
+) -> SignalWithStartOutcome:
+    """Start the workflow unless an active run exists, and signal it, in one transaction.
+
+    An unknown signal or invalid arguments are rejected before any run exists.
+    """
+    from durable_workflow.executor.start import start_workflow
+    from durable_workflow.options import DuplicateStartPolicy
+
+    group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "signal_with_start"}
+    now = clock.now()
+    with transaction.atomic():
+        values, rejection = check_signal(workflow_type, signal_name, signal_arguments)
+        if rejection is not None:
+            runs.reserve_instance(instance_id, workflow_type, now=now)
+            current = runs.current_run(instance_id)
+            signal = _record_signal(
+                instance_id, current, signal_name, [], rejection, source, group, now=now
+            )
+            return SignalWithStartOutcome(start=None, signal=signal)
+        start = start_workflow(
+            instance_id=instance_id,
+            workflow_type=workflow_type,
+            workflow_class=workflow_class,
+            arguments=start_arguments,
+            options=dataclasses.replace(
+                options, duplicate_start_policy=DuplicateStartPolicy.RETURN_EXISTING_ACTIVE
+            ),
+            queue=queue,
+            connection=connection,
+            source=source,
+            command_metadata=group,
+        )
+        signal = send_signal(instance_id, signal_name, values, source=source, metadata=group)
+    return SignalWithStartOutcome(start=start, signal=signal)

@@ -1,0 +1,284 @@
+"""Turning the runtime's commands into rows, tasks and history events.
+
+Runs inside the workflow-task transaction; returns the events to append, in
+the order the body produced them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from durable_workflow.conf import get_settings
+from durable_workflow.engine import commands as c
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor import dispatch
+from durable_workflow.models import RunStatus, TaskStatus, TaskType, UpdateStatus
+from durable_workflow.store import activities, commands, messages, tasks
+from durable_workflow.store.records import RunRecord
+
+Event = tuple[str, dict[str, Any]]
+
+
+def persist(run: RunRecord, new: list[c.Command], *, now: dt.datetime) -> list[Event]:
+    events: list[Event] = []
+    for command in new:
+        events += _HANDLERS[type(command)](run, command, now)
+    return events
+
+
+def _schedule_activity(
+    run: RunRecord, command: c.ScheduleActivity, now: dt.datetime
+) -> list[Event]:
+    execution = activities.create_execution(
+        run_id=run.id,
+        sequence=command.step,
+        activity_type=command.activity_type,
+        activity_class=command.activity_class,
+        arguments=command.arguments,
+        options=command.options,
+        queue=command.queue or get_settings().DEFAULT_QUEUE,
+        connection=command.connection,
+        now=now,
+    )
+    task = tasks.create_task(
+        run_id=run.id,
+        task_type=TaskType.ACTIVITY,
+        available_at=now,
+        queue=execution.queue,
+        connection=execution.connection,
+        activity_execution_id=execution.id,
+        now=now,
+    )
+    dispatch.enqueue(task)
+    return [
+        (
+            EventType.ACTIVITY_SCHEDULED,
+            {
+                "sequence": command.step,
+                "activity_execution_id": str(execution.id),
+                "activity_type": command.activity_type,
+                "activity_class": command.activity_class,
+                "queue": execution.queue,
+                "connection": execution.connection,
+                "task_id": str(task.id),
+            },
+        )
+    ]
+
+
+def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> list[Event]:
+    fire_at = now + dt.timedelta(seconds=command.delay_seconds)
+    inline = command.delay_seconds == 0
+    timer = activities.create_timer(
+        run_id=run.id,
+        sequence=command.step,
+        delay_seconds=command.delay_seconds,
+        fire_at=fire_at,
+        now=now,
+        fired=inline,
+        kind=command.kind,
+    )
+    scheduled: dict[str, Any] = {
+        "sequence": command.step,
+        "timer_id": str(timer.id),
+        "delay_seconds": command.delay_seconds,
+        "fire_at": fire_at.isoformat(),
+    }
+    if command.kind:
+        scheduled["timer_kind"] = command.kind
+        wait = "signal_wait_id" if command.kind == "signal_timeout" else "condition_wait_id"
+        scheduled[wait] = _wait_id(command.kind.split("_")[0], command.step)
+    if inline:
+        fired = {k: v for k, v in scheduled.items() if k != "fire_at"}
+        fired["fired_at"] = now.isoformat()
+        return [(EventType.TIMER_SCHEDULED, scheduled), (EventType.TIMER_FIRED, fired)]
+    task = tasks.create_task(
+        run_id=run.id,
+        task_type=TaskType.TIMER,
+        available_at=fire_at,
+        queue=run.queue,
+        connection=run.connection,
+        timer_id=timer.id,
+        now=now,
+    )
+    dispatch.enqueue(task)
+    return [(EventType.TIMER_SCHEDULED, scheduled)]
+
+
+def _wait_id(kind: str, step: int) -> str:
+    return f"{kind}-wait:{step}"
+
+
+def _side_effect(run: RunRecord, command: c.RecordSideEffect, now: dt.datetime) -> list[Event]:
+    return [(EventType.SIDE_EFFECT_RECORDED, {"sequence": command.step, "result": command.result})]
+
+
+def _failure_handled(
+    run: RunRecord, command: c.RecordFailureHandled, now: dt.datetime
+) -> list[Event]:
+    payload = {
+        "sequence": command.step,
+        "exception_type": command.exception_type,
+        "message": command.message,
+    }
+    return [(EventType.FAILURE_HANDLED, payload)]
+
+
+def _open_signal_wait(run: RunRecord, command: c.OpenSignalWait, now: dt.datetime) -> list[Event]:
+    payload: dict[str, Any] = {
+        "sequence": command.step,
+        "signal_name": command.signal_name,
+        "signal_wait_id": _wait_id("signal", command.step),
+    }
+    if command.timeout_seconds is not None:
+        payload["timeout_seconds"] = command.timeout_seconds
+    return [(EventType.SIGNAL_WAIT_OPENED, payload)]
+
+
+def _apply_signal(run: RunRecord, command: c.ApplySignal, now: dt.datetime) -> list[Event]:
+    messages.mark_signal_applied(command.signal_id, step=command.step, now=now)
+    payload: dict[str, Any] = {
+        "sequence": command.step,
+        "signal_id": command.signal_id,
+        "signal_name": command.signal_name,
+    }
+    if command.by_handler:
+        payload["applied_by"] = "handler"
+    else:
+        payload["signal_wait_id"] = _wait_id("signal", command.step)
+    return [(EventType.SIGNAL_APPLIED, payload)]
+
+
+def _open_condition_wait(
+    run: RunRecord, command: c.OpenConditionWait, now: dt.datetime
+) -> list[Event]:
+    payload: dict[str, Any] = {
+        "sequence": command.step,
+        "condition_wait_id": _wait_id("condition", command.step),
+        "condition_key": command.condition_key,
+        "condition_definition_fingerprint": command.fingerprint,
+    }
+    if command.timeout_seconds is not None:
+        payload["timeout_seconds"] = command.timeout_seconds
+    return [(EventType.CONDITION_WAIT_OPENED, payload)]
+
+
+def _resolve_condition(
+    run: RunRecord, command: c.ResolveConditionWait, now: dt.datetime
+) -> list[Event]:
+    kind = (
+        EventType.CONDITION_WAIT_SATISFIED
+        if command.satisfied
+        else EventType.CONDITION_WAIT_TIMED_OUT
+    )
+    return [
+        (kind, {"sequence": command.step, "condition_wait_id": _wait_id("condition", command.step)})
+    ]
+
+
+def _cancel_timer(run: RunRecord, command: c.CancelTimer, now: dt.datetime) -> list[Event]:
+    timer_id = messages.cancel_timer_of_step(run.id, command.step)
+    return [
+        (
+            EventType.TIMER_CANCELLED,
+            {"sequence": command.step, "timer_id": str(timer_id) if timer_id else None},
+        )
+    ]
+
+
+def _apply_update(run: RunRecord, command: c.ApplyUpdate, now: dt.datetime) -> list[Event]:
+    messages.mark_update_applied(command.update_id, step=command.step)
+    payload = {
+        "update_id": command.update_id,
+        "update_name": command.update_name,
+        "sequence": command.step,
+    }
+    return [(EventType.UPDATE_APPLIED, payload)]
+
+
+def _complete_update(run: RunRecord, command: c.CompleteUpdate, now: dt.datetime) -> list[Event]:
+    payload: dict[str, Any] = {"update_id": command.update_id, "update_name": command.update_name}
+    if command.failure is None:
+        messages.close_update(
+            command.update_id, status=UpdateStatus.COMPLETED, now=now, result=command.result
+        )
+        payload["result"] = command.result
+    else:
+        info = command.failure
+        failure_id = commands.record_failure(
+            run_id=run.id,
+            source_kind="workflow_update",
+            source_id=command.update_id,
+            failure_category="application",
+            exception_type=info.exception_type,
+            exception_class=info.exception_class,
+            message=info.message,
+            traceback=info.traceback,
+            non_retryable=info.non_retryable,
+            now=now,
+        )
+        messages.close_update(
+            command.update_id, status=UpdateStatus.FAILED, now=now, failure_message=info.message
+        )
+        payload.update(
+            failure_id=str(failure_id),
+            exception_type=info.exception_type,
+            message=info.message,
+            non_retryable=info.non_retryable,
+        )
+    return [(EventType.UPDATE_COMPLETED, payload)]
+
+
+_HANDLERS: dict[type, Any] = {
+    c.ScheduleActivity: _schedule_activity,
+    c.StartTimer: _start_timer,
+    c.RecordSideEffect: _side_effect,
+    c.RecordFailureHandled: _failure_handled,
+    c.OpenSignalWait: _open_signal_wait,
+    c.ApplySignal: _apply_signal,
+    c.OpenConditionWait: _open_condition_wait,
+    c.ResolveConditionWait: _resolve_condition,
+    c.CancelTimer: _cancel_timer,
+    c.ApplyUpdate: _apply_update,
+    c.CompleteUpdate: _complete_update,
+}
+
+
+def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:
+    """Close the run as completed or failed, cancelling whatever work is still open."""
+    tasks.settle_open_tasks_of_run(run.id, TaskStatus.CANCELLED, now=now)
+    if isinstance(closed, c.CompleteWorkflow):
+        run.set(
+            status=RunStatus.COMPLETED,
+            closed_reason="completed",
+            output=closed.result,
+            closed_at=now,
+        )
+        return [(EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
+    info = closed.failure
+    failure_id = commands.record_failure(
+        run_id=run.id,
+        source_kind="workflow_run",
+        source_id=str(run.id),
+        failure_category=info.category,
+        exception_type=info.exception_type,
+        exception_class=info.exception_class,
+        message=info.message,
+        traceback=info.traceback,
+        non_retryable=info.non_retryable,
+        now=now,
+    )
+    run.set(status=RunStatus.FAILED, closed_reason="failed", closed_at=now)
+    return [
+        (
+            EventType.WORKFLOW_FAILED,
+            {
+                "failure_id": str(failure_id),
+                "failure_category": info.category,
+                "exception_type": info.exception_type,
+                "exception_class": info.exception_class,
+                "message": info.message,
+            },
+        )
+    ]

@@ -1,0 +1,90 @@
+"""Read-only replays: queries and update validators.
+
+Both replay the history a workflow task has already processed (inputs that
+arrived since are not applied yet) into a fresh instance, with every write and
+every durable helper refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from durable_workflow import contracts, registry
+from durable_workflow.engine.runtime import WorkflowRuntime
+from durable_workflow.exceptions import QueryFailedError, UnknownTypeError
+from durable_workflow.executor.common import orm_guard
+from durable_workflow.store import history
+from durable_workflow.store.records import RunRecord
+
+
+def replay_committed(run: RunRecord) -> WorkflowRuntime:
+    """A runtime holding the run's state as of its last workflow task."""
+    try:
+        cls: Any = registry.workflow_class(run.workflow_type)
+    except UnknownTypeError:
+        raise QueryFailedError(
+            "workflow_definition_unavailable",
+            f"Workflow {run.id} [{run.instance_id}] cannot be replayed because the workflow "
+            f"definition is unavailable for durable type [{run.workflow_type}].",
+        ) from None
+    runtime = WorkflowRuntime(
+        factory=lambda: cls._dw_instantiate(runtime),
+        workflow_id=run.instance_id,
+        run_id=str(run.id),
+        codec=run.payload_codec,
+    )
+    runtime.enter_query_mode()
+    # Before the first workflow task, StartAccepted (1) and WorkflowStarted (2) suffice.
+    events = history.load_history(run.id, up_to=run.workflow_task_sequence or 2)
+    with orm_guard():
+        runtime.feed(events)
+    return runtime
+
+
+def call_on_replayed(run: RunRecord, call: Callable[[Any], Any]) -> Any:
+    """Replay, then run ``call(instance)`` where durable helpers are refused."""
+    runtime = replay_committed(run)
+    try:
+        with orm_guard():
+            return runtime.query(lambda: call(runtime.instance), [])
+    finally:
+        runtime.dispose()
+
+
+def query_method(run: RunRecord, name: str) -> tuple[str, str]:
+    """(durable name, attribute) of a query, addressed by durable or method name."""
+    cls = registry.workflow_class(run.workflow_type)
+    queries: dict[str, str] = getattr(cls, "_dw_queries", {})
+    if name in queries:
+        return name, queries[name]
+    for public, attr in queries.items():
+        if attr == name:
+            return public, attr
+    raise QueryFailedError(
+        "rejected_unknown_query", f"Workflow [{run.workflow_type}] has no query [{name}]."
+    )
+
+
+def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
+    """Answer a query against committed history; returns (durable name, result)."""
+    try:
+        public, attr = query_method(run, name)
+    except UnknownTypeError:
+        replay_committed(run)  # raises the workflow_definition_unavailable error
+        raise
+    cls = registry.workflow_class(run.workflow_type)
+    try:
+        values = contracts.bind_signature(getattr(cls, attr), arguments)
+    except contracts.ArgumentsInvalid as exc:
+        raise QueryFailedError(
+            "invalid_query_arguments",
+            f"Workflow query [{public}] received invalid arguments.",
+            validation_errors=exc.errors,
+        ) from None
+    try:
+        return public, call_on_replayed(run, lambda instance: getattr(instance, attr)(*values))
+    except QueryFailedError:
+        raise
+    except Exception as exc:
+        raise QueryFailedError("query_rejected", f"query [{public}] failed: {exc}") from exc

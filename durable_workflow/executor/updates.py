@@ -1,0 +1,173 @@
+"""Updates from outside: validation, durable acceptance or rejection, and lookups."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import clock, contracts, registry
+from durable_workflow.codec import envelope
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor.common import retry_when_locked, wake_workflow
+from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
+from durable_workflow.executor.readonly import call_on_replayed
+from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
+from durable_workflow.store import commands, history, messages, runs
+from durable_workflow.store.messages import UpdateRecord
+from durable_workflow.store.records import RunRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateOutcome:
+    record: UpdateRecord | None
+    command_id: uuid.UUID
+    outcome: str | None
+    rejection_reason: str | None
+    metadata: dict[str, Any]
+
+
+def find_update(run: RunRecord, name: str) -> tuple[str, Any] | None:
+    """(durable name, update method) addressed by durable or method name."""
+    updates: dict[str, Any] = getattr(registry.workflow_class(run.workflow_type), "_dw_updates", {})
+    if name in updates:
+        return name, updates[name]
+    for public, method in updates.items():
+        if getattr(method, "attr", None) == name:
+            return public, method
+    return None
+
+
+def _check(run: RunRecord, name: str, arguments: Any) -> tuple[str, list[Any], Rejection | None]:
+    found = find_update(run, name)
+    if found is None:
+        return name, [], Rejection("rejected_unknown_update", "unknown_update")
+    public, method = found
+    if not isinstance(arguments, list | tuple | dict):
+        errors = {"arguments": ["Arguments must be a list or a map."]}
+        return (
+            public,
+            [],
+            Rejection(
+                "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": errors}
+            ),
+        )
+    try:
+        values = contracts.bind_signature(method.fn, arguments)
+    except contracts.ArgumentsInvalid as exc:
+        return (
+            public,
+            [],
+            Rejection(
+                "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": exc.errors}
+            ),
+        )
+    if messages.pending_signal_count(run.id):
+        return public, values, Rejection("rejected_pending_signal", "pending_signal")
+    rejection = limit_rejection("pending_update_count", messages.pending_update_count(run.id))
+    if rejection is None and method.validator_fn is not None:
+        rejection = _validate(run, method.validator_fn, values)
+    return public, values, rejection
+
+
+def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | None:
+    """Run the validator against the replayed state; any exception rejects the update."""
+    try:
+        call_on_replayed(run, lambda instance: validator(instance, *values))
+    except Exception as exc:
+        return Rejection(
+            "rejected_invalid_arguments",
+            "validation_failed",
+            {"validation_errors": {"update": [str(exc) or type(exc).__name__]}},
+        )
+    return None
+
+
+@retry_when_locked
+def submit_update(
+    instance_id: str,
+    name: str,
+    arguments: Any,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    source: str = "client",
+) -> UpdateOutcome:
+    now = clock.now()
+    with transaction.atomic():
+        run, rejection = resolve_target(instance_id, run_id)
+        public, values = name, []
+        if rejection is None and run is not None:
+            public, values, rejection = _check(run, name, arguments)
+        accepted = rejection is None
+        encoded = envelope.encode(values, run.payload_codec) if accepted and run else {}
+        command = commands.record_command(
+            instance_id=instance_id,
+            run_id=run.id if run else None,
+            command_type=CommandType.UPDATE,
+            status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+            outcome="" if accepted else rejection.outcome,  # type: ignore[union-attr]
+            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            source=source,
+            payload={"update_name": public},
+            metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+            now=now,
+        )
+        if run is None:
+            return UpdateOutcome(
+                None,
+                command.id,
+                command.outcome,
+                command.rejection_reason,
+                rejection.metadata,  # type: ignore[union-attr]
+            )
+        record = messages.create_update(
+            instance_id=instance_id,
+            run_id=run.id,
+            command_id=command.id,
+            name=public,
+            arguments=encoded,
+            status=UpdateStatus.ACCEPTED if accepted else UpdateStatus.REJECTED,
+            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            failure_message="" if accepted else _message(rejection),
+            now=now,
+        )
+        if accepted:
+            event = (
+                EventType.UPDATE_ACCEPTED,
+                {
+                    "update_id": str(record.id),
+                    "update_name": public,
+                    "arguments": encoded,
+                    "command_id": str(command.id),
+                },
+            )
+            wake_workflow(run, now=now)
+        else:
+            event = (
+                EventType.UPDATE_REJECTED,
+                {
+                    "update_id": str(record.id),
+                    "update_name": public,
+                    "rejection_reason": rejection.reason,  # type: ignore[union-attr]
+                    "message": record.failure_message,
+                },
+            )
+        history.append_events(run, [event], now=now)
+        runs.save_run(run, now=now)
+    return UpdateOutcome(
+        record,
+        command.id,
+        command.outcome or None,
+        command.rejection_reason,
+        {} if accepted else rejection.metadata,  # type: ignore[union-attr]
+    )
+
+
+def _message(rejection: Rejection | None) -> str:
+    if rejection is None:
+        return ""
+    errors = rejection.metadata.get("validation_errors") or {}
+    details = "; ".join(m for messages_ in errors.values() for m in messages_)
+    return details or rejection.outcome

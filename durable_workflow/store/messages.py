@@ -1,0 +1,159 @@
+"""Signal and update lifecycle rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from typing import Any
+
+from durable_workflow.ids import uuid7
+from durable_workflow.models import (
+    SignalStatus,
+    Task,
+    TaskStatus,
+    Timer,
+    TimerStatus,
+    UpdateStatus,
+    WorkflowCommand,
+    WorkflowSignal,
+    WorkflowUpdate,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateRecord:
+    id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    update_name: str
+    status: str
+    rejection_reason: str | None
+    result: dict[str, Any] | None
+    failure_message: str
+    accepted_at: dt.datetime
+    closed_at: dt.datetime | None
+    command_id: uuid.UUID
+
+
+def _update_record(row: WorkflowUpdate) -> UpdateRecord:
+    return UpdateRecord(
+        id=row.id,
+        instance_id=row.instance_id,
+        run_id=row.run_id,
+        update_name=row.update_name,
+        status=row.status,
+        rejection_reason=row.rejection_reason,
+        result=row.result,
+        failure_message=row.failure_message,
+        accepted_at=row.accepted_at,
+        closed_at=row.closed_at,
+        command_id=row.command_id,
+    )
+
+
+def create_signal(
+    *,
+    instance_id: str,
+    run_id: uuid.UUID | None,
+    command_id: uuid.UUID,
+    name: str,
+    arguments: dict[str, Any],
+    status: str,
+    now: dt.datetime,
+    rejection_reason: str | None = None,
+    received_sequence: int | None = None,
+) -> uuid.UUID:
+    row = WorkflowSignal.objects.create(
+        id=uuid7(),
+        instance_id=instance_id,
+        run_id=run_id,
+        command_id=command_id,
+        signal_name=name,
+        arguments=arguments,
+        status=status,
+        rejection_reason=rejection_reason,
+        received_sequence=received_sequence,
+        received_at=now,
+    )
+    return row.id
+
+
+def pending_signal_count(run_id: uuid.UUID) -> int:
+    return WorkflowSignal.objects.filter(run_id=run_id, status=SignalStatus.RECEIVED).count()
+
+
+def mark_signal_applied(signal_id: str, *, step: int, now: dt.datetime) -> None:
+    WorkflowSignal.objects.filter(id=signal_id).update(
+        status=SignalStatus.APPLIED, applied_step=step, applied_at=now
+    )
+
+
+def create_update(
+    *,
+    instance_id: str,
+    run_id: uuid.UUID | None,
+    command_id: uuid.UUID,
+    name: str,
+    arguments: dict[str, Any],
+    status: str,
+    now: dt.datetime,
+    rejection_reason: str | None = None,
+    failure_message: str = "",
+) -> UpdateRecord:
+    row = WorkflowUpdate.objects.create(
+        id=uuid7(),
+        instance_id=instance_id,
+        run_id=run_id,
+        command_id=command_id,
+        update_name=name,
+        arguments=arguments,
+        status=status,
+        rejection_reason=rejection_reason,
+        failure_message=failure_message,
+        accepted_at=now,
+        closed_at=now if status == UpdateStatus.REJECTED else None,
+    )
+    return _update_record(row)
+
+
+def pending_update_count(run_id: uuid.UUID) -> int:
+    return WorkflowUpdate.objects.filter(run_id=run_id, status=UpdateStatus.ACCEPTED).count()
+
+
+def get_update(update_id: uuid.UUID | str) -> UpdateRecord | None:
+    row = WorkflowUpdate.objects.filter(id=update_id).first()
+    return _update_record(row) if row else None
+
+
+def mark_update_applied(update_id: str, *, step: int) -> None:
+    WorkflowUpdate.objects.filter(id=update_id).update(applied_step=step)
+
+
+def close_update(
+    update_id: str,
+    *,
+    status: str,
+    now: dt.datetime,
+    result: dict[str, Any] | None = None,
+    failure_message: str = "",
+) -> None:
+    WorkflowUpdate.objects.filter(id=update_id).update(
+        status=status, result=result, failure_message=failure_message, closed_at=now
+    )
+    command_id = WorkflowUpdate.objects.filter(id=update_id).values_list("command_id", flat=True)
+    outcome = "update_completed" if status == UpdateStatus.COMPLETED else "update_failed"
+    WorkflowCommand.objects.filter(id__in=command_id).update(outcome=outcome)
+
+
+def cancel_timer_of_step(run_id: uuid.UUID, step: int) -> uuid.UUID | None:
+    """Cancel the pending timer recorded at ``step`` and its task; returns the timer id."""
+    timer = Timer.objects.filter(run_id=run_id, sequence=step).first()
+    if timer is None:
+        return None
+    if timer.status == TimerStatus.PENDING:
+        Timer.objects.filter(id=timer.id).update(status=TimerStatus.CANCELLED)
+        Task.objects.filter(timer_id=timer.id, status=TaskStatus.READY).update(
+            status=TaskStatus.CANCELLED
+        )
+    return timer.id

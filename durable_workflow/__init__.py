@@ -7,6 +7,7 @@ Usage::
 """
 
 from durable_workflow.authoring.activity import Activity
+from durable_workflow.authoring.decorators import query, signal, update
 from durable_workflow.authoring.helpers import (
     activity,
     days,
@@ -20,6 +21,9 @@ from durable_workflow.authoring.helpers import (
     timer,
     uuid4,
     uuid7,
+    wait,
+    wait_signal,
+    wait_with_timeout,
     weeks,
     years,
 )
@@ -38,8 +42,12 @@ from durable_workflow.exceptions import (
     NotInActivityError,
     NotInWorkflowError,
     PayloadCodecError,
+    QueryCommandError,
+    QueryFailedError,
     StructuralLimitExceeded,
     UnknownTypeError,
+    UpdateFailedError,
+    UpdateWaitTimedOutError,
     VersionNotSupported,
     WorkflowAlreadyStartedError,
     WorkflowCancelled,
@@ -47,10 +55,16 @@ from durable_workflow.exceptions import (
     WorkflowOrmAccessError,
 )
 from durable_workflow.options import ActivityOptions, DuplicateStartPolicy, StartOptions
+from durable_workflow.results import (
+    CommandResult,
+    SignalWithStartResult,
+    StartResult,
+    UpdateResult,
+)
 
 # The client needs the ORM models, which Django can only import once its app
 # registry is ready; load it on first use so ``INSTALLED_APPS`` can name us.
-_LAZY = {"WorkflowStub": "durable_workflow.client", "StartResult": "durable_workflow.client"}
+_LAZY = {"WorkflowStub": "durable_workflow.client"}
 
 
 def __getattr__(name: str) -> object:
@@ -68,6 +82,7 @@ __all__ = [
     "ActivityOptions",
     "ChildWorkflowFailed",
     "CommandRejected",
+    "CommandResult",
     "ConfigurationError",
     "DuplicateStartPolicy",
     "DurableWorkflowError",
@@ -78,10 +93,16 @@ __all__ = [
     "NotInActivityError",
     "NotInWorkflowError",
     "PayloadCodecError",
+    "QueryCommandError",
+    "QueryFailedError",
+    "SignalWithStartResult",
     "StartOptions",
     "StartResult",
     "StructuralLimitExceeded",
     "UnknownTypeError",
+    "UpdateFailedError",
+    "UpdateResult",
+    "UpdateWaitTimedOutError",
     "VersionNotSupported",
     "Workflow",
     "WorkflowAlreadyStartedError",
@@ -96,11 +117,17 @@ __all__ = [
     "minutes",
     "months",
     "now",
+    "query",
     "seconds",
     "side_effect",
+    "signal",
     "timer",
+    "update",
     "uuid4",
     "uuid7",
+    "wait",
+    "wait_signal",
+    "wait_with_timeout",
     "weeks",
     "years",
 ]

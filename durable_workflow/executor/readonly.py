@@ -42,12 +42,23 @@ def replay_committed(run: RunRecord) -> WorkflowRuntime:
     return runtime
 
 
+class CallFailed(Exception):
+    """The called method raised; ``__cause__`` is what it raised."""
+
+
 def call_on_replayed(run: RunRecord, call: Callable[[Any], Any]) -> Any:
-    """Replay, then run ``call(instance)`` where durable helpers are refused."""
+    """Replay, then run ``call(instance)`` where durable helpers are refused.
+
+    Replay errors propagate as they are; an exception from ``call`` itself is
+    wrapped in ``CallFailed``.
+    """
     runtime = replay_committed(run)
     try:
         with orm_guard():
-            return runtime.query(lambda: call(runtime.instance), [])
+            try:
+                return runtime.query(lambda: call(runtime.instance), [])
+            except Exception as exc:
+                raise CallFailed(str(exc)) from exc
     finally:
         runtime.dispose()
 
@@ -84,7 +95,8 @@ def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
         ) from None
     try:
         return public, call_on_replayed(run, lambda instance: getattr(instance, attr)(*values))
-    except QueryFailedError:
-        raise
-    except Exception as exc:
-        raise QueryFailedError("query_rejected", f"query [{public}] failed: {exc}") from exc
+    except CallFailed as exc:
+        cause = exc.__cause__
+        raise QueryFailedError(
+            "query_rejected", f"query [{public}] failed: {type(cause).__name__}: {cause}"
+        ) from cause

@@ -13,7 +13,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor.common import retry_when_locked, wake_workflow
 from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
-from durable_workflow.executor.readonly import call_on_replayed
+from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.store import commands, history, messages, runs
 from durable_workflow.store.messages import UpdateRecord
@@ -76,11 +76,12 @@ def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | 
     """Run the validator against the replayed state; any exception rejects the update."""
     try:
         call_on_replayed(run, lambda instance: validator(instance, *values))
-    except Exception as exc:
+    except CallFailed as exc:
+        cause = exc.__cause__
         return Rejection(
             "rejected_invalid_arguments",
             "validation_failed",
-            {"validation_errors": {"update": [str(exc) or type(exc).__name__]}},
+            {"validation_errors": {"update": [str(cause) or type(cause).__name__]}},
         )
     return None
 

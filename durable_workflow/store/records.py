@@ -25,6 +25,7 @@ class RunRecord:
     queue: str | None
     connection: str | None
     next_sequence: int
+    workflow_task_sequence: int
     history_size_bytes: int
     started_at: dt.datetime | None
     closed_at: dt.datetime | None

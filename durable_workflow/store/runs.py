@@ -30,6 +30,7 @@ _RUN_FIELDS = (
     "queue",
     "connection",
     "next_sequence",
+    "workflow_task_sequence",
     "history_size_bytes",
     "started_at",
     "closed_at",

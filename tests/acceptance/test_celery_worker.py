@@ -62,3 +62,25 @@ def test_sigkill_mid_activity_then_another_worker_finishes(start_worker):
     assert [a.status for a in attempts] == ["expired", "completed"]
     assert Invocation.objects.filter(name="greet").count() == 1  # never re-run
     assert Invocation.objects.filter(name="add").count() == 1
+
+
+def test_workflow_waits_for_a_signal_sent_from_another_process(start_worker):
+    start_worker()
+    stub = WorkflowStub.make("tests.approval", "accept-signal")
+    stub.start("signal")
+    wait_for(lambda: stub.refresh().status() == "waiting", timeout=30, message="never waited")
+    assert stub.query("current-stage") == "waiting"
+    stub.signal("approved-by", "from the test process")
+    stub.wait(timeout=30)
+    assert stub.status() == "completed"
+    assert stub.output() == "from the test process"
+
+
+def test_update_round_trip_through_a_worker(start_worker):
+    start_worker()
+    stub = WorkflowStub.make("tests.approval", "accept-update")
+    stub.start("condition-forever")
+    wait_for(lambda: stub.refresh().status() == "waiting", timeout=30, message="never waited")
+    assert stub.update("mark-ready", True) == {"ready": True}
+    stub.wait(timeout=30)
+    assert stub.output() == [True, []]

@@ -200,3 +200,6 @@ class KillMe(Workflow):
         slow = dw.activity(Sleepy, seconds)
         last = dw.activity(Add, 20, 22)
         return [first, slow, last]
+
+
+from tests.testapp.messaging import Approval, Handlers  # noqa: E402,F401  (registers them)

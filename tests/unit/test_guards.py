@@ -53,6 +53,19 @@ PUBLIC_API = {
     "uuid7",
     "weeks",
     "years",
+    "CommandResult",
+    "QueryCommandError",
+    "QueryFailedError",
+    "SignalWithStartResult",
+    "UpdateFailedError",
+    "UpdateResult",
+    "UpdateWaitTimedOutError",
+    "query",
+    "signal",
+    "update",
+    "wait",
+    "wait_signal",
+    "wait_with_timeout",
 }
 
 

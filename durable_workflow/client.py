@@ -21,7 +21,7 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
 )
 from durable_workflow.executor import intake, readonly, start_workflow, updates
-from durable_workflow.executor.control import CommandOutcome, request_repair
+from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
@@ -117,11 +117,40 @@ class WorkflowStub:
             rejection_reason=outcome.rejection_reason,
         )
 
-    def repair(self, *, reason: str = "") -> CommandOutcome:
+    def repair(self, *, reason: str = "") -> CommandResult:
         """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug)."""
         outcome = request_repair(self._instance_id, reason=reason)
         self.refresh()
-        return outcome
+        return CommandResult(
+            accepted=outcome.accepted,
+            outcome=outcome.outcome,
+            command_id=str(outcome.command_id),
+            instance_id=self._instance_id,
+            run_id=self.run_id(),
+            rejection_reason=outcome.rejection_reason,
+            reason=reason or None,
+        )
+
+    # ----------------------------------------------------- cancel / terminate
+    def attempt_cancel(self, reason: str | None = None) -> CommandResult:
+        """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""
+        outcome = request_cancel(self._instance_id, run_id=self._target_run(), reason=reason)
+        self.refresh()
+        return _command_result(outcome, self._pinned)
+
+    def cancel(self, reason: str | None = None) -> CommandResult:
+        """``attempt_cancel`` that raises ``CommandRejected`` when the command is rejected."""
+        return _raise_if_rejected(self.attempt_cancel(reason), "cancel")
+
+    def attempt_terminate(self, reason: str | None = None) -> CommandResult:
+        """Close the run at once; no more workflow code runs."""
+        outcome = request_terminate(self._instance_id, run_id=self._target_run(), reason=reason)
+        self.refresh()
+        return _command_result(outcome, self._pinned)
+
+    def terminate(self, reason: str | None = None) -> CommandResult:
+        """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
+        return _raise_if_rejected(self.attempt_terminate(reason), "terminate")
 
     # -------------------------------------------------------------- signals
     def _target_run(self) -> str | None:

@@ -42,6 +42,8 @@ class Settings:
     TIMER_MAX_COUNTDOWN_SECONDS: int = 900
     #: Times a workflow task is retried when SQLite reports "database is locked".
     DATABASE_LOCKED_RETRIES: int = 10
+    #: Lease expiries (crashed or stuck attempts) an activity survives before it fails.
+    ACTIVITY_MAX_LEASE_EXPIRIES: int = 5
     #: Identifier this process reports as lease owner (default: hostname:pid).
     WORKER_ID: str | None = None
     #: How long ``WorkflowStub.update()`` waits for the update to finish.
@@ -93,6 +95,11 @@ def get_settings() -> Settings:
             "DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] keys must be among: "
             + ", ".join(sorted(DEFAULT_LIMITS))
         )
+    for kind, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigurationError(
+                f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'][{kind!r}] must be an integer >= 0"
+            )
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     return Settings(**raw)

@@ -33,6 +33,8 @@ def normalize_backoff(value: Any) -> list[int]:
     for item in value:
         if isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
             raise ConfigurationError(f"backoff entries must be seconds >= 0: {value!r}")
+        if item != int(item):
+            raise ConfigurationError(f"backoff entries must be whole seconds: {value!r}")
         out.append(int(item))
     return out
 

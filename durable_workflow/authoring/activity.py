@@ -20,7 +20,7 @@ class ActivityContext:
     activity_id: str
     attempt_id: str | None
     attempt_count: int
-    heartbeat: Callable[[Any], None]
+    heartbeat: Callable[[Any], bool]
 
 
 class Activity:
@@ -72,9 +72,14 @@ class Activity:
     def run_id(self) -> str:
         return self._context().run_id
 
-    def heartbeat(self, details: Any = None) -> None:
-        """Tell the engine this attempt is alive; renews its lease."""
-        self._context().heartbeat(details)
+    def heartbeat(self, details: Any = None) -> bool:
+        """Tell the engine this attempt is alive and renew its lease.
+
+        Returns False when the attempt has lost its lease (another attempt owns
+        the work now). Raises ``ActivityCancelled`` when the workflow was
+        cancelled or closed: let it propagate to stop the activity.
+        """
+        return bool(self._context().heartbeat(details))
 
 
 def retry_policy(cls: type[Activity] | None, options: ActivityOptions | None) -> dict[str, Any]:

@@ -16,7 +16,11 @@ from durable_workflow import ids, registry
 from durable_workflow.engine.durations import Duration, to_seconds
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
-from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
+from durable_workflow.exceptions import (
+    ConfigurationError,
+    InvalidDurationError,
+    NotInWorkflowError,
+)
 from durable_workflow.options import ActivityOptions
 
 
@@ -93,12 +97,18 @@ def weeks(n: float) -> None:
     timer(n * 604800)
 
 
+def _whole(n: int, unit: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | float) or n != int(n):
+        raise InvalidDurationError(f"{unit}() takes a whole number, got {n!r}")
+    return int(n)
+
+
 def months(n: int) -> None:
-    timer(f"{int(n)} months")
+    timer(f"{_whole(n, 'months')} months")
 
 
 def years(n: int) -> None:
-    timer(f"{int(n)} years")
+    timer(f"{_whole(n, 'years')} years")
 
 
 def side_effect(fn: Callable[[], Any]) -> Any:

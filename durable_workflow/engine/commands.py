@@ -68,6 +68,13 @@ class FailWorkflow:
 
 
 @dataclass(frozen=True, slots=True)
+class CancelWorkflow:
+    """The body finished after a cancel request reached it."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OpenSignalWait:
     step: int
     signal_name: str
@@ -131,4 +138,4 @@ Command = (
     | ApplyUpdate
     | CompleteUpdate
 )
-CloseCommand = CompleteWorkflow | FailWorkflow
+CloseCommand = CompleteWorkflow | FailWorkflow | CancelWorkflow

@@ -76,8 +76,15 @@ def to_seconds(duration: Duration, *, now: dt.datetime | None = None) -> int:
     raise InvalidDurationError(f"cannot use {type(duration).__name__} as a duration")
 
 
+#: Longer than any real wait (100 years), short enough for every datetime computation.
+MAX_SECONDS = 100 * 366 * 86400
+
+
 def _clamp(seconds: float) -> int:
-    return max(0, math.ceil(seconds))
+    value = max(0, math.ceil(seconds))
+    if value > MAX_SECONDS:
+        raise InvalidDurationError(f"a duration may be at most 100 years, got {value} seconds")
+    return value
 
 
 def _parse_string(text: str, now: dt.datetime | None) -> int:

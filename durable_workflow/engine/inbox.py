@@ -137,6 +137,13 @@ class InboxMixin:
         self._mark(done, CompleteUpdate(update_id, name, result=result))
 
     # ---------------------------------------------------------------- waits
+    def _abandon(self: WorkflowRuntime, future: Future) -> None:
+        """A wait the body will never come back to (it was cancelled out of it)."""
+        future.done = True
+        for step, candidate in list(self._futures.items()):
+            if candidate is future:
+                self._conditions.pop(step, None)
+
     def _timer_fired(self: WorkflowRuntime, step: int, future: Future) -> None:
         self._timeout_pending.discard(step)
         kind = self._wait_kind.get(step, ("timer", None))[0]

@@ -33,6 +33,7 @@ import greenlet
 from durable_workflow.codec import envelope
 from durable_workflow.engine import failures
 from durable_workflow.engine.commands import (
+    CancelWorkflow,
     CloseCommand,
     Command,
     CompleteWorkflow,
@@ -54,6 +55,7 @@ from durable_workflow.exceptions import (
     DurableWorkflowError,
     NonDeterminismError,
     QueryCommandError,
+    WorkflowCancelled,
 )
 
 Signature = tuple[str, str | None]
@@ -138,6 +140,9 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         self._fatal: BaseException | None = None
         self._unwinding = False
         self._query_mode = False
+        self._waiting: dict[greenlet.greenlet, Future] = {}
+        self._cancel_reason: str | None = None
+        self._cancel_requested = False
         self._init_inbox()
 
     # ------------------------------------------------------------------ feeding
@@ -205,6 +210,10 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
             if event.recorded_at is not None:
                 self._now = event.recorded_at
             self._deliver_message(event)
+        elif kind == EventType.CANCEL_REQUESTED:
+            if event.recorded_at is not None:
+                self._now = event.recorded_at
+            self._deliver_cancel(event.payload.get("reason"))
         elif kind in TERMINAL_EVENTS:
             pass
 
@@ -309,13 +318,35 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
             self.instance = self._factory()
             result = self.instance.handle(*args)
             if self.closed is None:
-                self.closed = CompleteWorkflow(result=self._encode(result))
+                self.closed = (
+                    CancelWorkflow(reason=self._cancel_reason)
+                    if self._cancel_requested
+                    else CompleteWorkflow(result=self._encode(result))
+                )
         except _Abort:
             return
         except greenlet.GreenletExit:
             raise
+        except WorkflowCancelled:
+            if self.closed is None:
+                self.closed = CancelWorkflow(reason=self._cancel_reason)
         except BaseException as exc:  # the body failed: that is an outcome
             self._fail_run(exc)
+
+    def _deliver_cancel(self, reason: str | None) -> None:
+        """Raise ``WorkflowCancelled`` in the body where it waits (once)."""
+        if self._cancel_requested:
+            return
+        self._cancel_requested, self._cancel_reason = True, reason
+        main = self._greenlets[0] if self._greenlets else None
+        if main is None or main.dead:
+            return
+        future = self._waiting.pop(main, None)
+        if future is not None:
+            if main in future.waiters:
+                future.waiters.remove(main)
+            self._abandon(future)
+        self._ready.append((main, None, WorkflowCancelled(reason or "the workflow was cancelled")))
 
     def _fail_run(self, exc: BaseException) -> None:
         greenlet.getcurrent().dw_error = exc  # type: ignore[attr-defined]
@@ -358,6 +389,7 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         if not future.done:
             gr = greenlet.getcurrent()
             future.waiters.append(gr)
+            self._waiting[gr] = future
             assert self._hub is not None
             try:
                 return self._hub.switch()
@@ -365,6 +397,8 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
                 if exc is future.error:
                     self._thrown[gr] = (step, exc)
                 raise
+            finally:
+                self._waiting.pop(gr, None)
         if future.error is not None:
             self._thrown[greenlet.getcurrent()] = (step, future.error)
             raise future.error

@@ -22,7 +22,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
-from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
+from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
 from durable_workflow.executor import dispatch
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import (
@@ -71,6 +71,9 @@ def _claim(task_id: Any) -> Lease | None:
     with transaction.atomic():
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
+            return None
+        if task.available_at > now:
+            dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
             return None
         run = runs.lock_run(task.run_id)
         claimed = tasks.claim(
@@ -143,7 +146,7 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
         )
         result = instance.handle(*(arguments or []))
         return True, envelope.encode(result, lease.payload_codec)
-    except Exception as exc:  # an activity failure is data, not a crash
+    except (Exception, ActivityCancelled) as exc:  # an activity failure is data, not a crash
         return False, exc
 
 
@@ -168,8 +171,9 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             return "stale"
         closed = run.status in TERMINAL_RUN_STATUSES
         info = None if ok else describe(value, category=FailureCategory.ACTIVITY)
+        cancelled = closed or isinstance(value, ActivityCancelled)
         status = (
-            TaskStatus.CANCELLED if closed else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
+            TaskStatus.CANCELLED if cancelled else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
         )
         held = tasks.settle_if_held(
             lease.task_id,
@@ -182,9 +186,11 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         if not held:
             logger.info("stale report for activity %s ignored", execution.id)
             return "stale"
-        if closed:
+        if closed or isinstance(value, ActivityCancelled):
+            # The run closed, or is being cancelled: closing the run records the
+            # ActivityCancelled event for this execution.
             activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
-            return "stale"
+            return "cancelled" if not closed else "stale"
         base = {
             "sequence": execution.sequence,
             "activity_execution_id": str(execution.id),
@@ -249,6 +255,30 @@ def _fail(
             "message": info.message,
         }
         return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
+    return "failed", [
+        record_final_failure(
+            run,
+            execution,
+            attempt_id=lease.attempt_id,
+            attempt_number=lease.attempt_number,
+            info=info,
+            non_retryable=non_retryable,
+            now=now,
+        )
+    ]
+
+
+def record_final_failure(
+    run: Any,
+    execution: ActivityRecord,
+    *,
+    attempt_id: uuid.UUID | None,
+    attempt_number: int,
+    info: FailureInfo,
+    non_retryable: bool,
+    now: dt.datetime,
+) -> tuple[str, dict[str, Any]]:
+    """The activity failed for good: failure row, closed execution, the workflow woken."""
     failure_id = commands.record_failure(
         run_id=run.id,
         source_kind="activity_execution",
@@ -263,13 +293,19 @@ def _fail(
     )
     activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
     wake_workflow(run, now=now)
-    event = {
-        **base,
-        "failure_id": str(failure_id),
-        "failure_category": FailureCategory.ACTIVITY,
-        "exception_type": info.exception_type,
-        "exception_class": info.exception_class,
-        "message": info.message,
-        "non_retryable": non_retryable,
-    }
-    return "failed", [(EventType.ACTIVITY_FAILED, event)]
+    return (
+        EventType.ACTIVITY_FAILED,
+        {
+            "sequence": execution.sequence,
+            "activity_execution_id": str(execution.id),
+            "activity_attempt_id": str(attempt_id) if attempt_id else None,
+            "activity_type": execution.activity_type,
+            "attempt_number": attempt_number,
+            "failure_id": str(failure_id),
+            "failure_category": FailureCategory.ACTIVITY,
+            "exception_type": info.exception_type,
+            "exception_class": info.exception_class,
+            "message": info.message,
+            "non_retryable": non_retryable,
+        },
+    )

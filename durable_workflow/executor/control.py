@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from typing import Any
 
 from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch
+from durable_workflow.executor.closing import close_as
 from durable_workflow.executor.common import retry_when_locked, wake_workflow
-from durable_workflow.models import TERMINAL_RUN_STATUSES, CommandStatus, CommandType, TaskStatus
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    CommandStatus,
+    CommandType,
+    RunStatus,
+    TaskStatus,
+)
 from durable_workflow.store import commands, history, runs, tasks
 
 
@@ -63,3 +71,105 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
         )
         runs.save_run(run, now=now)
         return result
+
+
+@dataclasses.dataclass(frozen=True)
+class CloseOutcome:
+    accepted: bool
+    outcome: str
+    command_id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    rejection_reason: str | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reason: str | None = None
+
+
+def _close_command(
+    kind: str,
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None,
+    reason: str | None,
+    source: str,
+) -> CloseOutcome:
+    from durable_workflow.executor.intake import resolve_target
+
+    now = clock.now()
+    with transaction.atomic():
+        run, rejection = resolve_target(instance_id, run_id)
+        accepted = rejection is None
+        outcome = (
+            ("cancelled" if kind == "cancel" else "terminated") if accepted else rejection.outcome
+        )  # type: ignore[union-attr]
+        command = commands.record_command(
+            instance_id=instance_id,
+            run_id=run.id if run else None,
+            command_type=CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE,
+            status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+            outcome=outcome,
+            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            source=source,
+            reason=reason or "",
+            metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+            now=now,
+        )
+        if accepted and run is not None:
+            requested = {"command_id": str(command.id), "reason": reason}
+            if kind == "terminate":
+                events = [(EventType.TERMINATE_REQUESTED, requested)]
+                events += close_as(
+                    run,
+                    status=RunStatus.TERMINATED,
+                    event_type=EventType.WORKFLOW_TERMINATED,
+                    category="terminated",
+                    exception_type="WorkflowTerminated",
+                    message=reason or "the workflow was terminated",
+                    reason=reason,
+                    now=now,
+                )
+                history.append_events(run, events, now=now)
+            elif run.cancel_requested_at is None:
+                history.append_events(run, [(EventType.CANCEL_REQUESTED, requested)], now=now)
+                run.set(cancel_requested_at=now)
+                wake_workflow(run, now=now)
+            runs.save_run(run, now=now)
+    return CloseOutcome(
+        accepted=accepted,
+        outcome=outcome,
+        command_id=command.id,
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        rejection_reason=command.rejection_reason,
+        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        reason=reason,
+    )
+
+
+@retry_when_locked
+def request_cancel(
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    reason: str | None = None,
+    source: str = "client",
+) -> CloseOutcome:
+    """Ask the run to stop: ``WorkflowCancelled`` is raised in the body at its next step.
+
+    The body may clean up (catch it, run compensations) before it finishes; the
+    run then closes ``cancelled`` and every still-open timer and activity is
+    cancelled with its event.
+    """
+    return _close_command("cancel", instance_id, run_id=run_id, reason=reason, source=source)
+
+
+@retry_when_locked
+def request_terminate(
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    reason: str | None = None,
+    source: str = "client",
+) -> CloseOutcome:
+    """Close the run at once; no more workflow code runs."""
+    return _close_command("terminate", instance_id, run_id=run_id, reason=reason, source=source)

@@ -11,6 +11,7 @@ from django.db import transaction
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
+from durable_workflow.exceptions import ActivityCancelled
 from durable_workflow.executor.common import retry_when_locked
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store import activities, history, runs, tasks
@@ -28,18 +29,29 @@ def _progress(details: Any) -> dict[str, Any] | None:
     return dict(sorted(details.items())) or None
 
 
-@retry_when_locked
 def heartbeat(lease: Lease, details: Any = None) -> bool:
-    """Renew the lease and record the heartbeat; a no-op (False) for a stale attempt."""
-    progress = _progress(details)
+    """Renew the lease and record the heartbeat.
+
+    Returns False (and writes nothing) when this attempt no longer owns its task.
+    Raises ``ActivityCancelled`` when the run was cancelled or has closed, so the
+    activity can stop; that exception escapes ``except Exception`` on purpose.
+    """
+    outcome = _record(lease, _progress(details))
+    if outcome == "cancelled":
+        raise ActivityCancelled("the workflow run was cancelled or has closed")
+    return outcome == "recorded"
+
+
+@retry_when_locked
+def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
     now = clock.now()
     until = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
     with transaction.atomic():
         run = runs.lock_run(lease.run_id)
-        if run is None or run.status in TERMINAL_RUN_STATUSES:
-            return False
+        if run is None or run.status in TERMINAL_RUN_STATUSES or run.cancel_requested_at:
+            return "cancelled"
         if not tasks.renew_lease(lease.task_id, lease.lease_id, lease.generation, until=until):
-            return False
+            return "stale"
         activities.record_heartbeat(lease.execution.id, lease.attempt_id, now=now, until=until)
         payload: dict[str, Any] = {
             "sequence": lease.execution.sequence,
@@ -52,4 +64,4 @@ def heartbeat(lease: Lease, details: Any = None) -> bool:
             payload["progress"] = progress
         history.append_events(run, [(EventType.ACTIVITY_HEARTBEAT_RECORDED, payload)], now=now)
         runs.save_run(run, now=now)
-    return True
+    return "recorded"

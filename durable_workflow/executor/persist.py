@@ -13,7 +13,8 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch
-from durable_workflow.models import RunStatus, TaskStatus, TaskType, UpdateStatus
+from durable_workflow.executor.closing import cancel_open_work, close_as
+from durable_workflow.models import RunStatus, TaskType, UpdateStatus
 from durable_workflow.store import activities, commands, messages, tasks
 from durable_workflow.store.records import RunRecord
 
@@ -246,8 +247,19 @@ _HANDLERS: dict[type, Any] = {
 
 
 def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:
-    """Close the run as completed or failed, cancelling whatever work is still open."""
-    tasks.settle_open_tasks_of_run(run.id, TaskStatus.CANCELLED, now=now)
+    """Close the run as completed, failed or cancelled; open work is cancelled first."""
+    if isinstance(closed, c.CancelWorkflow):
+        return close_as(
+            run,
+            status=RunStatus.CANCELLED,
+            event_type=EventType.WORKFLOW_CANCELLED,
+            category="cancelled",
+            exception_type="WorkflowCancelled",
+            message=closed.reason or "the workflow was cancelled",
+            reason=closed.reason,
+            now=now,
+        )
+    events = cancel_open_work(run, now=now)
     if isinstance(closed, c.CompleteWorkflow):
         run.set(
             status=RunStatus.COMPLETED,
@@ -255,7 +267,7 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
             output=closed.result,
             closed_at=now,
         )
-        return [(EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
+        return [*events, (EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
     info = closed.failure
     failure_id = commands.record_failure(
         run_id=run.id,
@@ -271,6 +283,7 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
     )
     run.set(status=RunStatus.FAILED, closed_reason="failed", closed_at=now)
     return [
+        *events,
         (
             EventType.WORKFLOW_FAILED,
             {
@@ -279,6 +292,7 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
                 "exception_type": info.exception_type,
                 "exception_class": info.exception_class,
                 "message": info.message,
+                "non_retryable": info.non_retryable,
             },
-        )
+        ),
     ]

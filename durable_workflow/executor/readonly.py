@@ -53,14 +53,13 @@ def call_on_replayed(run: RunRecord, call: Callable[[Any], Any]) -> Any:
     wrapped in ``CallFailed``.
     """
     runtime = replay_committed(run)
-    try:
-        with orm_guard():
-            try:
-                return runtime.query(lambda: call(runtime.instance), [])
-            except Exception as exc:
-                raise CallFailed(str(exc)) from exc
-    finally:
-        runtime.dispose()
+    with orm_guard():
+        try:
+            return runtime.query(lambda: call(runtime.instance), [])
+        except Exception as exc:
+            raise CallFailed(str(exc)) from exc
+        finally:
+            runtime.dispose()
 
 
 def query_method(run: RunRecord, name: str) -> tuple[str, str]:

@@ -17,9 +17,9 @@ from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch
 from durable_workflow.executor.common import retry_when_locked
-from durable_workflow.models import TaskType
-from durable_workflow.store import activities, runs, tasks
-from durable_workflow.store.records import TaskRecord
+from durable_workflow.models import TaskStatus, TaskType
+from durable_workflow.store import activities, history, runs, tasks
+from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
@@ -46,7 +46,10 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
         limit=settings.REPAIR_SCAN_LIMIT,
     )
     for task in due:
-        dispatch.backend().send(task, None)
+        try:
+            dispatch.backend().send(task, None)
+        except Exception:  # one bad route or a broker hiccup must not stop the pass
+            logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
     tasks.mark_dispatched([t.id for t in due], now=now)
     if reclaimed or due:
         logger.info("repair pass: %s leases reclaimed, %s tasks re-sent", reclaimed, len(due))
@@ -55,16 +58,47 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
 
 @retry_when_locked
 def _reclaim(task: TaskRecord, now: dt.datetime) -> int:
+    """Hand an expired lease out again, or give up on an activity that keeps dying."""
     with transaction.atomic():
-        runs.lock_run(task.run_id)
-        if not tasks.reclaim_expired(task.id, task.lease_generation, now=now):
+        run = runs.lock_run(task.run_id)
+        if run is None or not tasks.reclaim_expired(task.id, task.lease_generation, now=now):
             return 0
         if task.task_type == TaskType.ACTIVITY and task.activity_execution_id is not None:
             execution = activities.get_execution(task.activity_execution_id)
             if execution is not None:
                 activities.expire_attempt(execution.current_attempt_id, now=now)
                 activities.reopen_execution(execution.id)
+                expired = activities.expired_attempt_count(execution.id)
+                if expired > get_settings().ACTIVITY_MAX_LEASE_EXPIRIES:
+                    _give_up(run, task, execution, expired, now=now)
+                    return 1
         fresh = tasks.get(task.id)
         if fresh is not None:
             dispatch.enqueue(fresh)
     return 1
+
+
+def _give_up(
+    run: RunRecord, task: TaskRecord, execution: ActivityRecord, expired: int, *, now: dt.datetime
+) -> None:
+    from durable_workflow.engine.commands import FailureInfo
+    from durable_workflow.executor.activity_task import record_final_failure
+
+    tasks.settle(task.id, TaskStatus.FAILED, now=now, error="lease expired too often")
+    info = FailureInfo(
+        exception_type="ActivityLeaseExpired",
+        exception_class="durable_workflow.exceptions.ActivityLeaseExpired",
+        message=f"the activity lost its lease {expired} times (worker crashes or hangs)",
+        category="timeout",
+    )
+    event = record_final_failure(
+        run,
+        execution,
+        attempt_id=execution.current_attempt_id,
+        attempt_number=execution.attempt_count,
+        info=info,
+        non_retryable=True,
+        now=now,
+    )
+    history.append_events(run, [event], now=now)
+    runs.save_run(run, now=now)

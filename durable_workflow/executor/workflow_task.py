@@ -78,18 +78,18 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
         run_id=str(run.id),
         codec=run.payload_codec,
     )
-    try:
-        with orm_guard():
+    with orm_guard():
+        try:
             runtime.feed(history.load_history(run.id))
-        events = persist(run, runtime.take_commands(), now=now)
-        if runtime.closed is not None:
-            events += close(run, runtime.closed, now=now)
-        else:
-            run.set(status=RunStatus.WAITING)
-        history.append_events(run, events, now=now)
-        run.set(last_progress_at=now, workflow_task_sequence=run.next_sequence - 1)
-    finally:
-        runtime.dispose()
+            events = persist(run, runtime.take_commands(), now=now)
+            if runtime.closed is not None:
+                events += close(run, runtime.closed, now=now)
+            else:
+                run.set(status=RunStatus.WAITING)
+            history.append_events(run, events, now=now)
+            run.set(last_progress_at=now, workflow_task_sequence=run.next_sequence - 1)
+        finally:
+            runtime.dispose()
 
 
 def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: dt.datetime) -> None:

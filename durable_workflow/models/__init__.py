@@ -4,10 +4,12 @@ from durable_workflow.models.choices import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
     AttemptStatus,
+    ChildCallStatus,
     CommandStatus,
     CommandType,
     FailureCategory,
     InstanceStatus,
+    ParentClosePolicy,
     RunStatus,
     SignalStatus,
     TaskStatus,
@@ -18,7 +20,13 @@ from durable_workflow.models.choices import (
 from durable_workflow.models.commands import WorkflowCommand, WorkflowFailure
 from durable_workflow.models.messaging import WorkflowSignal, WorkflowUpdate
 from durable_workflow.models.runs import HistoryEvent, WorkflowInstance, WorkflowRun
-from durable_workflow.models.tasks import ActivityAttempt, ActivityExecution, Task, Timer
+from durable_workflow.models.tasks import (
+    ActivityAttempt,
+    ActivityExecution,
+    ChildCall,
+    Task,
+    Timer,
+)
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
@@ -26,11 +34,14 @@ __all__ = [
     "ActivityExecution",
     "ActivityStatus",
     "AttemptStatus",
+    "ChildCall",
+    "ChildCallStatus",
     "CommandStatus",
     "CommandType",
     "FailureCategory",
     "HistoryEvent",
     "InstanceStatus",
+    "ParentClosePolicy",
     "RunStatus",
     "SignalStatus",
     "Task",

@@ -105,3 +105,19 @@ class UpdateStatus(models.TextChoices):
     REJECTED = "rejected"
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+class ChildCallStatus(models.TextChoices):
+    SCHEDULED = "scheduled"
+    STARTED = "started"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TERMINATED = "terminated"
+    ABANDONED = "abandoned"
+
+
+class ParentClosePolicy(models.TextChoices):
+    ABANDON = "abandon"
+    REQUEST_CANCEL = "request_cancel"
+    TERMINATE = "terminate"

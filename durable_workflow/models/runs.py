@@ -59,6 +59,15 @@ class WorkflowRun(models.Model):
     #: Last history sequence a workflow task has seen; queries replay up to here.
     workflow_task_sequence = models.PositiveIntegerField(default=0)
     history_size_bytes = models.PositiveBigIntegerField(default=0)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
+    )
+    parent_sequence = models.PositiveIntegerField(null=True, blank=True)
+    parent_close_policy = models.CharField(max_length=32, null=True, blank=True)
+    continued_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continued_as"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     last_progress_at = models.DateTimeField(null=True, blank=True)

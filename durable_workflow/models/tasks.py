@@ -8,6 +8,8 @@ from durable_workflow.ids import uuid7
 from durable_workflow.models.choices import (
     ActivityStatus,
     AttemptStatus,
+    ChildCallStatus,
+    ParentClosePolicy,
     TaskStatus,
     TaskType,
     TimerStatus,
@@ -150,3 +152,36 @@ class Timer(models.Model):
 
     def __str__(self) -> str:
         return f"timer #{self.sequence} ({self.status})"
+
+
+class ChildCall(models.Model):
+    """One ``dw.child(...)`` call of a parent run, and where its child stands."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    parent_run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="child_calls"
+    )
+    sequence = models.PositiveIntegerField()
+    child_instance_id = models.CharField(max_length=191, db_index=True)
+    child_workflow_type = models.CharField(max_length=255)
+    child_run = models.ForeignKey(
+        WorkflowRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=16, choices=ChildCallStatus.choices)
+    parent_close_policy = models.CharField(
+        max_length=32, choices=ParentClosePolicy.choices, default=ParentClosePolicy.ABANDON
+    )
+    created_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "durable_workflow_child_call"
+        ordering = ["parent_run", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["parent_run", "sequence"], name="durable_workflow_child_sequence_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"child {self.child_instance_id} ({self.status})"

@@ -101,10 +101,13 @@ def start_attempt(
     return attempt.id, number
 
 
-def close_attempt(attempt_id: uuid.UUID, status: str, *, now: dt.datetime) -> None:
-    ActivityAttempt.objects.filter(id=attempt_id).update(
-        status=status, closed_at=now, lease_expires_at=None
-    )
+def close_attempt(
+    attempt_id: uuid.UUID, status: str, *, now: dt.datetime, only_running: bool = False
+) -> None:
+    rows = ActivityAttempt.objects.filter(id=attempt_id)
+    if only_running:
+        rows = rows.filter(status=AttemptStatus.RUNNING)
+    rows.update(status=status, closed_at=now, lease_expires_at=None)
 
 
 def close_execution(
@@ -134,6 +137,12 @@ def expire_attempt(attempt_id: uuid.UUID | None, *, now: dt.datetime) -> None:
         ActivityAttempt.objects.filter(id=attempt_id, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.EXPIRED, closed_at=now
         )
+
+
+def expired_attempt_count(execution_id: uuid.UUID) -> int:
+    return ActivityAttempt.objects.filter(
+        execution_id=execution_id, status=AttemptStatus.EXPIRED
+    ).count()
 
 
 def open_executions_of_run(run_id: uuid.UUID) -> list[ActivityRecord]:

@@ -31,6 +31,10 @@ class RunRecord:
     closed_at: dt.datetime | None
     created_at: dt.datetime
     business_key: str | None = None
+    cancel_requested_at: dt.datetime | None = None
+    parent_run_id: uuid.UUID | None = None
+    parent_sequence: int | None = None
+    parent_close_policy: str | None = None
     execution_deadline_at: dt.datetime | None = None
     run_deadline_at: dt.datetime | None = None
     dirty: set[str] = field(default_factory=set, repr=False)

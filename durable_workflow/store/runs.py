@@ -36,6 +36,10 @@ _RUN_FIELDS = (
     "closed_at",
     "created_at",
     "business_key",
+    "cancel_requested_at",
+    "parent_run_id",
+    "parent_sequence",
+    "parent_close_policy",
     "execution_deadline_at",
     "run_deadline_at",
 )

@@ -169,7 +169,6 @@ def test_options_snapshot_is_taken_at_schedule_time(inline, monkeypatch):
     from tests.testapp import workflows
 
     stub = start("tests.retrying", "snap-1", 99)
-    inline.run_one = None
     # run only the first workflow task, then change the class policy
     from durable_workflow import executor
 

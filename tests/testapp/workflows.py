@@ -203,3 +203,42 @@ class KillMe(Workflow):
 
 
 from tests.testapp.messaging import Approval, Handlers  # noqa: E402,F401  (registers them)
+
+
+class Heartbeating(Activity):
+    """Beats until cancelled (or ``beats`` times)."""
+
+    type_key = "tests.heartbeating"
+
+    def handle(self, beats: int) -> int:
+        for index in range(beats):
+            try:
+                self.heartbeat({"beat": index})
+            except dw.ActivityCancelled:
+                record(self, "saw-cancel")
+                raise
+            time.sleep(0.01)
+        return beats
+
+
+class Cancellable(Workflow):
+    type_key = "tests.cancellable"
+
+    def handle(self, mode: str) -> str:
+        if mode == "timer":
+            dw.timer(3600)
+            return "slept"
+        if mode == "activity":
+            return str(dw.activity(Heartbeating, 100000))
+        if mode == "cleanup":
+            try:
+                dw.timer(3600)
+            except dw.WorkflowCancelled:
+                dw.activity(Greet, "cleanup")
+                raise
+        if mode == "swallow":
+            try:
+                dw.timer(3600)
+            except dw.WorkflowCancelled:
+                return "ignored the cancel"
+        raise ValueError(mode)

@@ -26,7 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print a JSON report")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        interval = options["interval"] or get_settings().REPAIR_INTERVAL_SECONDS
+        interval = options["interval"]
+        if interval is None:
+            interval = get_settings().REPAIR_INTERVAL_SECONDS
         while True:
             report = repair_pass()
             if options["json"]:

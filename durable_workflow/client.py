@@ -30,9 +30,10 @@ from durable_workflow.store import history, runs
 from durable_workflow.store import messages as message_store
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
+from durable_workflow.testing.kit import StubTestKit
 
 
-class WorkflowStub:
+class WorkflowStub(StubTestKit):
     """A handle on one workflow instance (and, after ``load_run``, one pinned run)."""
 
     def __init__(

@@ -23,7 +23,7 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, hooks
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -133,10 +133,8 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
 
     execution = lease.execution
     try:
-        cls: Any = registry.activity_class(execution.activity_type)
         arguments = envelope.decode(execution.arguments, expected_codec=lease.payload_codec)
-        instance = cls()
-        instance._dw_context = ActivityContext(
+        context = ActivityContext(
             workflow_id=lease.instance_id,
             run_id=str(lease.run_id),
             activity_id=str(execution.id),
@@ -144,7 +142,14 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
             attempt_count=lease.attempt_number,
             heartbeat=lambda details=None: heartbeat(lease, details),
         )
-        result = instance.handle(*(arguments or []))
+        if execution.activity_type in hooks.activity_mocks:
+            mock = hooks.activity_mocks[execution.activity_type]
+            result = mock(context, *(arguments or [])) if callable(mock) else mock
+        else:
+            cls: Any = registry.activity_class(execution.activity_type)
+            instance = cls()
+            instance._dw_context = context
+            result = instance.handle(*(arguments or []))
         return True, envelope.encode(result, lease.payload_codec)
     except (Exception, ActivityCancelled) as exc:  # an activity failure is data, not a crash
         return False, exc

@@ -23,7 +23,7 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
-from durable_workflow.executor import dispatch, hooks
+from durable_workflow.executor import dispatch, hooks, lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -33,7 +33,7 @@ from durable_workflow.models import (
     TaskStatus,
     TaskType,
 )
-from durable_workflow.store import activities, commands, history, runs, tasks
+from durable_workflow.store import activities, commands, runs, tasks
 from durable_workflow.store.records import ActivityRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -93,7 +93,7 @@ def _claim(task_id: Any) -> Lease | None:
         attempt_id, number = activities.start_attempt(
             execution, task_id=claimed.id, owner=worker_id(), lease_expires_at=expires, now=now
         )
-        history.append_events(
+        lifecycle.append(
             run,
             [
                 (
@@ -103,6 +103,7 @@ def _claim(task_id: Any) -> Lease | None:
                         "activity_execution_id": str(execution.id),
                         "activity_attempt_id": str(attempt_id),
                         "activity_type": execution.activity_type,
+                        "activity_class": execution.activity_class,
                         "attempt_number": number,
                         "task_id": str(claimed.id),
                         "lease_owner": worker_id(),
@@ -201,6 +202,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             "activity_execution_id": str(execution.id),
             "activity_attempt_id": str(lease.attempt_id),
             "activity_type": execution.activity_type,
+            "activity_class": execution.activity_class,
             "attempt_number": lease.attempt_number,
         }
         if info is None:
@@ -213,7 +215,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             wake_workflow(run, now=now)
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
-        history.append_events(run, events, now=now)
+        lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
 
@@ -305,6 +307,7 @@ def record_final_failure(
             "activity_execution_id": str(execution.id),
             "activity_attempt_id": str(attempt_id) if attempt_id else None,
             "activity_type": execution.activity_type,
+            "activity_class": execution.activity_class,
             "attempt_number": attempt_number,
             "failure_id": str(failure_id),
             "failure_category": FailureCategory.ACTIVITY,

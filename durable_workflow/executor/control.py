@@ -10,7 +10,7 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import close_as
 from durable_workflow.executor.common import retry_when_locked, wake_workflow
 from durable_workflow.models import (
@@ -20,7 +20,7 @@ from durable_workflow.models import (
     RunStatus,
     TaskStatus,
 )
-from durable_workflow.store import commands, history, runs, tasks
+from durable_workflow.store import commands, runs, tasks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +66,7 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
         if open_tasks and all(t.status != TaskStatus.READY for t in open_tasks):
             return record(CommandStatus.ACCEPTED, "repair_not_needed")
         result = record(CommandStatus.ACCEPTED, "repair_dispatched")
-        history.append_events(
+        lifecycle.append(
             run, [(EventType.REPAIR_REQUESTED, {"command_id": str(result.command_id)})], now=now
         )
         runs.save_run(run, now=now)
@@ -128,9 +128,9 @@ def _close_command(
                     reason=reason,
                     now=now,
                 )
-                history.append_events(run, events, now=now)
+                lifecycle.append(run, events, now=now)
             elif run.cancel_requested_at is None:
-                history.append_events(run, [(EventType.CANCEL_REQUESTED, requested)], now=now)
+                lifecycle.append(run, [(EventType.CANCEL_REQUESTED, requested)], now=now)
                 run.set(cancel_requested_at=now)
                 wake_workflow(run, now=now)
             runs.save_run(run, now=now)

@@ -12,9 +12,10 @@ from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import ActivityCancelled
+from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_when_locked
 from durable_workflow.models import TERMINAL_RUN_STATUSES
-from durable_workflow.store import activities, history, runs, tasks
+from durable_workflow.store import activities, runs, tasks
 
 if TYPE_CHECKING:
     from durable_workflow.executor.activity_task import Lease
@@ -62,6 +63,6 @@ def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
         }
         if progress:
             payload["progress"] = progress
-        history.append_events(run, [(EventType.ACTIVITY_HEARTBEAT_RECORDED, payload)], now=now)
+        lifecycle.append(run, [(EventType.ACTIVITY_HEARTBEAT_RECORDED, payload)], now=now)
         runs.save_run(run, now=now)
     return "recorded"

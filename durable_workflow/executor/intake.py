@@ -14,6 +14,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import WorkflowNotFoundError
+from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -21,7 +22,7 @@ from durable_workflow.models import (
     CommandType,
     SignalStatus,
 )
-from durable_workflow.store import commands, history, messages, runs
+from durable_workflow.store import commands, messages, runs
 from durable_workflow.store.records import RunRecord
 
 
@@ -166,7 +167,7 @@ def _record_signal(
         now=now,
     )
     if accepted and run is not None:
-        history.append_events(
+        lifecycle.append(
             run,
             [
                 (

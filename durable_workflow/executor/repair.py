@@ -15,10 +15,10 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked
 from durable_workflow.models import TaskStatus, TaskType
-from durable_workflow.store import activities, history, runs, tasks
+from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -100,5 +100,5 @@ def _give_up(
         non_retryable=True,
         now=now,
     )
-    history.append_events(run, [event], now=now)
+    lifecycle.append(run, [event], now=now)
     runs.save_run(run, now=now)

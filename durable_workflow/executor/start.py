@@ -13,7 +13,7 @@ from durable_workflow import clock
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
@@ -24,7 +24,7 @@ from durable_workflow.models import (
     TaskType,
 )
 from durable_workflow.options import DuplicateStartPolicy, StartOptions
-from durable_workflow.store import commands, history, runs, tasks
+from durable_workflow.store import commands, runs, tasks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +97,7 @@ def start_workflow(
             "execution_timeout_seconds": options.execution_timeout_seconds,
             "run_timeout_seconds": options.run_timeout_seconds,
         }
-        history.append_events(
+        lifecycle.append(
             run,
             [
                 (EventType.START_ACCEPTED, {"command_id": str(command.id)}),

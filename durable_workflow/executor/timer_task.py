@@ -8,10 +8,10 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
-from durable_workflow.store import activities, history, runs, tasks
+from durable_workflow.store import activities, runs, tasks
 
 
 @retry_when_locked
@@ -36,7 +36,7 @@ def run_timer_task(task_id: Any) -> str:
         tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
         if timer.status != TimerStatus.PENDING or not activities.fire_timer(timer.id, now=now):
             return "skipped"
-        history.append_events(
+        lifecycle.append(
             run,
             [
                 (

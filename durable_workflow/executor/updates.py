@@ -11,11 +11,12 @@ from django.db import transaction
 from durable_workflow import clock, contracts, registry
 from durable_workflow.codec import envelope
 from durable_workflow.engine.events import EventType
+from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow
 from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
-from durable_workflow.store import commands, history, messages, runs
+from durable_workflow.store import commands, messages, runs
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
 
@@ -155,7 +156,7 @@ def submit_update(
                     "message": record.failure_message,
                 },
             )
-        history.append_events(run, [event], now=now)
+        lifecycle.append(run, [event], now=now)
         runs.save_run(run, now=now)
     return UpdateOutcome(
         record,

@@ -24,6 +24,7 @@ from durable_workflow.exceptions import (
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
+from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.models import (
@@ -86,7 +87,7 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
                 events += close(run, runtime.closed, now=now)
             else:
                 run.set(status=RunStatus.WAITING)
-            history.append_events(run, events, now=now)
+            lifecycle.append(run, events, now=now)
             run.set(last_progress_at=now, workflow_task_sequence=run.next_sequence - 1)
         finally:
             runtime.dispose()

@@ -1,0 +1,62 @@
+"""Lifecycle signals, sent only after the transaction that recorded the fact commits.
+
+Connect receivers as with any Django signal::
+
+    from django.dispatch import receiver
+    from durable_workflow.signals import workflow_completed
+
+    @receiver(workflow_completed)
+    def on_completed(sender, event, **kwargs):
+        log.info("run %s of %s completed", event.run_id, event.instance_id)
+
+``event`` is a ``LifecycleEvent``; ``sender`` is the durable type key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from django.dispatch import Signal
+
+workflow_started = Signal()
+workflow_completed = Signal()
+workflow_failed = Signal()
+workflow_cancelled = Signal()
+workflow_terminated = Signal()
+activity_started = Signal()
+activity_completed = Signal()
+activity_failed = Signal()
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecycleEvent:
+    """Durable identity of what happened; activity fields are set for activity events."""
+
+    event_type: str
+    instance_id: str
+    run_id: str
+    workflow_type: str
+    workflow_class: str
+    committed_at: dt.datetime
+    sequence: int | None = None
+    activity_execution_id: str | None = None
+    activity_type: str | None = None
+    activity_class: str | None = None
+    attempt_number: int | None = None
+    exception_class: str | None = None
+    message: str | None = None
+    reason: str | None = None
+
+
+#: History event type -> the signal announcing it.
+SIGNAL_OF_EVENT = {
+    "WorkflowStarted": workflow_started,
+    "WorkflowCompleted": workflow_completed,
+    "WorkflowFailed": workflow_failed,
+    "WorkflowCancelled": workflow_cancelled,
+    "WorkflowTerminated": workflow_terminated,
+    "ActivityStarted": activity_started,
+    "ActivityCompleted": activity_completed,
+    "ActivityFailed": activity_failed,
+}

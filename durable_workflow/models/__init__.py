@@ -20,6 +20,15 @@ from durable_workflow.models.choices import (
 from durable_workflow.models.commands import WorkflowCommand, WorkflowFailure
 from durable_workflow.models.messaging import WorkflowSignal, WorkflowUpdate
 from durable_workflow.models.runs import HistoryEvent, WorkflowInstance, WorkflowRun
+from durable_workflow.models.schedules import (
+    ScheduleFire,
+    ScheduleFireKind,
+    ScheduleFireStatus,
+    ScheduleHistoryEvent,
+    ScheduleOverlapPolicy,
+    ScheduleStatus,
+    WorkflowSchedule,
+)
 from durable_workflow.models.tasks import (
     ActivityAttempt,
     ActivityExecution,
@@ -43,6 +52,12 @@ __all__ = [
     "InstanceStatus",
     "ParentClosePolicy",
     "RunStatus",
+    "ScheduleFire",
+    "ScheduleFireKind",
+    "ScheduleFireStatus",
+    "ScheduleHistoryEvent",
+    "ScheduleOverlapPolicy",
+    "ScheduleStatus",
     "SignalStatus",
     "Task",
     "TaskStatus",
@@ -54,6 +69,7 @@ __all__ = [
     "WorkflowFailure",
     "WorkflowInstance",
     "WorkflowRun",
+    "WorkflowSchedule",
     "WorkflowSignal",
     "WorkflowUpdate",
 ]

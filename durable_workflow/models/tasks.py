@@ -83,6 +83,10 @@ class ActivityExecution(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    last_heartbeat_progress = models.JSONField(null=True, blank=True)
+    #: Deadlines from the options snapshot; the repair pass enforces them.
+    schedule_to_close_deadline_at = models.DateTimeField(null=True, blank=True)
+    schedule_to_start_deadline_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "durable_workflow_activity_execution"
@@ -113,6 +117,8 @@ class ActivityAttempt(models.Model):
     started_at = models.DateTimeField()
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    start_to_close_deadline_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_deadline_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "durable_workflow_activity_attempt"
@@ -171,6 +177,12 @@ class ChildCall(models.Model):
     parent_close_policy = models.CharField(
         max_length=32, choices=ParentClosePolicy.choices, default=ParentClosePolicy.ABANDON
     )
+    #: The child's outcome as the parent will see it (result envelope or failure fields).
+    outcome = models.JSONField(null=True, blank=True)
+    #: Child run last reported to the parent (ChildRunStarted), and whether the
+    #: outcome is already in the parent's history.
+    reported_run_id = models.UUIDField(null=True, blank=True)
+    outcome_recorded = models.BooleanField(default=False)
     created_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 

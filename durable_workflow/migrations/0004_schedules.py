@@ -72,7 +72,7 @@ class Migration(migrations.Migration):
                 'db_table': 'durable_workflow_schedule',
                 'ordering': ['namespace', 'schedule_id'],
                 'indexes': [models.Index(fields=['status', 'next_fire_at'], name='dw_schedule_due'), models.Index(fields=['status', 'buffered_count'], name='dw_schedule_buffered')],
-                'constraints': [models.UniqueConstraint(fields=('namespace', 'schedule_id'), name='durable_workflow_schedule_id_unique')],
+                'constraints': [models.UniqueConstraint(condition=models.Q(('status', 'deleted'), _negated=True), fields=('namespace', 'schedule_id'), name='durable_workflow_schedule_id_unique')],
             },
         ),
         migrations.CreateModel(

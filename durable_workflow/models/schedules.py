@@ -81,8 +81,11 @@ class WorkflowSchedule(models.Model):
         db_table = "durable_workflow_schedule"
         ordering = ["namespace", "schedule_id"]
         constraints = [
+            # Deleted rows stay for the record; the id may then be used again.
             models.UniqueConstraint(
-                fields=["namespace", "schedule_id"], name="durable_workflow_schedule_id_unique"
+                fields=["namespace", "schedule_id"],
+                condition=~models.Q(status="deleted"),
+                name="durable_workflow_schedule_id_unique",
             )
         ]
         indexes = [

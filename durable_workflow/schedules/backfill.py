@@ -8,12 +8,13 @@ from typing import Any
 
 from durable_workflow import clock
 from durable_workflow.executor.common import retry_when_locked
-from durable_workflow.models.schedules import ScheduleFireKind
-from durable_workflow.schedules import firing
+from durable_workflow.models.schedules import ScheduleFireKind, ScheduleFireStatus
+from durable_workflow.schedules import firing, store
 from durable_workflow.schedules.access import locked, refuse_deleted
 from durable_workflow.schedules.audit import CommandContext
 from durable_workflow.schedules.errors import InvalidScheduleError, ScheduleError
 from durable_workflow.schedules.policies import (
+    Outcome,
     ScheduleOverlapPolicy,
     ScheduleStatus,
     backfill_policy,
@@ -70,6 +71,17 @@ def _backfill_one(
     with locked(schedule) as (record, now):
         if record.status == ScheduleStatus.DELETED or record.remaining_actions == 0:
             return None
+        live = store.get_fire(record, firing.instance_id_for(record.schedule_id, occurrence))
+        if live is not None and live.status == ScheduleFireStatus.STARTED:
+            # A live tick already ran this very occurrence: do not run it twice.
+            return firing.FireResult(
+                schedule_id=record.schedule_id,
+                namespace=record.namespace,
+                outcome=Outcome.ALREADY_FIRED,
+                occurrence_time=occurrence,
+                instance_id=live.instance_id,
+                run_id=str(live.run_id) if live.run_id else None,
+            )
         return firing.fire(
             record,
             occurrence=occurrence,

@@ -242,3 +242,6 @@ class Cancellable(Workflow):
             except dw.WorkflowCancelled:
                 return "ignored the cancel"
         raise ValueError(mode)
+
+
+from tests.testapp import testing_workflows  # noqa: E402,F401  (registers them)

@@ -1,0 +1,191 @@
+"""One scenario per engine feature, written once and driven two ways.
+
+A scenario talks to a *driver*: ``FakeDriver`` runs everything inline in fake
+mode and moves the engine clock; ``WorkerDriver`` (tests/testing/test_fake_vs_real.py)
+lets a real Celery worker do the work and sleeps for real. The same
+scenarios also record the golden histories under tests/replay/histories.
+Waits are short (1 s) so the real-worker run stays quick.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from durable_workflow import WorkflowStub
+from durable_workflow.testing import travel
+
+IGNORED_EVENTS = {"ActivityHeartbeatRecorded"}
+
+
+class FakeDriver:
+    """Fake mode: commands run inline; sleeping moves the engine clock."""
+
+    def start(self, workflow: str, instance_id: str, *args: Any) -> WorkflowStub:
+        stub = WorkflowStub.make(workflow, instance_id)
+        stub.start(*args)
+        return stub
+
+    def settle(self) -> None:
+        WorkflowStub.run_ready_tasks()
+
+    def sleep(self, seconds: float) -> None:
+        travel(seconds=seconds)
+        self.settle()
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    run: Callable[[Any, str], WorkflowStub]
+    #: Turns an output into what both ways must agree on (random values removed).
+    normalize: Callable[[Any, WorkflowStub], Any] = lambda output, stub: output
+
+
+def _sequential(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.sequential", iid, "Ada")
+
+
+def _many_steps(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.many-steps", iid, 5)
+
+
+def _retries(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.retrying", iid, 2)
+
+
+def _failure_handled(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.catch-failure", iid)
+
+
+def _non_retryable(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.non-retryable", iid)
+
+
+def _workflow_fails(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.crashes", iid, "boom")
+
+
+def _timer(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("kit.nap-then-greet", iid, 1, "Ada")
+    d.sleep(1.2)
+    return stub
+
+
+def _side_effects(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.inline", iid)
+
+
+def _shape_of_side_effects(output: Any, stub: WorkflowStub) -> Any:
+    return {key: type(value).__name__ for key, value in output.items()}
+
+
+def _identity(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.identity", iid)
+
+
+def _ids_replaced(output: Any, stub: WorkflowStub) -> Any:
+    inside = output["activity"]
+    return {
+        "same_run": output["run_id"] == stub.run_id() == inside["run_id"],
+        "same_workflow": output["workflow_id"] == stub.id() == inside["workflow_id"],
+        "attempt_count": inside["attempt_count"],
+    }
+
+
+def _signal(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "signal")
+    stub.signal("approved-by", "Ada")
+    d.settle()
+    return stub
+
+
+def _signal_timeout(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "signal-timeout", 1)
+    d.sleep(1.2)
+    return stub
+
+
+def _signal_beats_timeout(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "signal-timeout", 60)
+    stub.signal("approved-by", "Bo")
+    d.settle()
+    return stub
+
+
+def _signal_handlers(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.handlers", iid, 2)
+    stub.signal("note", "first")
+    d.settle()
+    stub.signal("note", "second")
+    d.settle()
+    return stub
+
+
+def _updates(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "updates")
+    for item in ("a", "b", "c"):
+        assert stub.update("add-item", item) == ["a", "b", "c"].index(item) + 1
+        d.settle()
+    return stub
+
+
+def _condition(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "condition", 60)
+    stub.update("mark-ready", True)
+    d.settle()
+    return stub
+
+
+def _condition_timeout(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.approval", iid, "condition", 1)
+    d.sleep(1.2)
+    return stub
+
+
+def _cancel(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.cancellable", iid, "timer")
+    stub.cancel("changed my mind")
+    d.settle()
+    return stub
+
+
+def _cancel_with_cleanup(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.cancellable", iid, "cleanup")
+    stub.cancel("clean up first")
+    d.settle()
+    return stub
+
+
+SCENARIOS = [
+    Scenario("sequential-activities", _sequential),
+    Scenario("many-steps", _many_steps),
+    Scenario("activity-retries", _retries),
+    Scenario("activity-failure-handled", _failure_handled),
+    Scenario("non-retryable-failure", _non_retryable),
+    Scenario("workflow-fails", _workflow_fails),
+    Scenario("timer", _timer),
+    Scenario("side-effects-and-uuids", _side_effects, _shape_of_side_effects),
+    Scenario("workflow-and-activity-identity", _identity, _ids_replaced),
+    Scenario("signal-wait", _signal),
+    Scenario("signal-timeout-wins", _signal_timeout),
+    Scenario("signal-beats-timeout", _signal_beats_timeout),
+    Scenario("signal-handlers", _signal_handlers),
+    Scenario("updates", _updates),
+    Scenario("condition-wait", _condition),
+    Scenario("condition-timeout", _condition_timeout),
+    Scenario("cancel", _cancel),
+    Scenario("cancel-with-cleanup", _cancel_with_cleanup),
+]
+
+
+def outcome(scenario: Scenario, stub: WorkflowStub) -> dict[str, Any]:
+    """What two ways of running a scenario must agree on."""
+    stub.refresh()
+    output = stub.output()
+    return {
+        "status": stub.status(),
+        "output": scenario.normalize(output, stub) if output is not None else None,
+        "events": [e.event_type for e in stub.history() if e.event_type not in IGNORED_EVENTS],
+    }

@@ -1,0 +1,52 @@
+"""Every scenario in fake mode: it reaches the outcome the feature promises."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.testing.scenarios import SCENARIOS, FakeDriver, outcome
+
+EXPECTED = {
+    "sequential-activities": ("completed", ["hello Ada", 3]),
+    "many-steps": ("completed", 10),
+    "activity-retries": ("completed", "ok after 2"),
+    "activity-failure-handled": (
+        "completed",
+        {
+            "caught": {
+                "type": "PaymentDeclined",
+                "message": "attempt 1 declined",
+                "is_activity_failed": True,
+            },
+            "after": 5,
+        },
+    ),
+    "non-retryable-failure": ("failed", None),
+    "workflow-fails": ("failed", None),
+    "timer": ("completed", "Hello, Ada!"),
+    "side-effects-and-uuids": ("completed", {"first": "int", "uuid": "str", "uuid7": "str"}),
+    "workflow-and-activity-identity": (
+        "completed",
+        {"same_run": True, "same_workflow": True, "attempt_count": 1},
+    ),
+    "signal-wait": ("completed", "Ada"),
+    "signal-timeout-wins": ("completed", None),
+    "signal-beats-timeout": ("completed", "Bo"),
+    "signal-handlers": ("completed", ["first", "second"]),
+    "updates": ("completed", ["a", "b", "c"]),
+    "condition-wait": ("completed", True),
+    "condition-timeout": ("completed", False),
+    "cancel": ("cancelled", None),
+    "cancel-with-cleanup": ("cancelled", None),
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_in_fake_mode(workflow_fake, scenario):
+    stub = scenario.run(FakeDriver(), f"fake-{scenario.name}")
+    result = outcome(scenario, stub)
+    assert (result["status"], result["output"]) == EXPECTED[scenario.name], result["events"]
+
+
+def test_every_scenario_has_an_expectation():
+    assert {s.name for s in SCENARIOS} == set(EXPECTED)

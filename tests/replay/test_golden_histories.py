@@ -1,0 +1,135 @@
+"""Golden histories of every feature must keep replaying clean against today's code.
+
+A failure here means a change to the engine or to a test workflow would break
+runs that are already in flight. Fix the code (or version the change with a
+patch marker); re-record (tests/replay/record_goldens.py) only when the
+history format itself is meant to change.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+import durable_workflow as dw
+from durable_workflow import NonDeterminismError, Workflow
+from durable_workflow.engine.events import TERMINAL_EVENTS
+from durable_workflow.testing import Replayer
+from tests.testapp import workflows
+from tests.testapp.workflows import Add, Greet
+from tests.testing.scenarios import SCENARIOS
+
+HISTORIES = pathlib.Path(__file__).parent / "histories"
+GOLDEN = sorted(HISTORIES.glob("*.json"))
+
+
+def load(name: str) -> dict:
+    return json.loads((HISTORIES / f"{name}.json").read_text())
+
+
+def test_every_scenario_has_a_golden_history():
+    assert {path.stem for path in GOLDEN} == {s.name for s in SCENARIOS}
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_golden_history_replays_clean(path):
+    document = json.loads(path.read_text())
+    result = Replayer().replay(path)
+    assert result.workflow_type == document["workflow_type"]
+    assert result.events == len(document["events"])
+    terminal = [e["event_type"] for e in document["events"] if e["event_type"] in TERMINAL_EVENTS]
+    assert result.closed_by == terminal[-1]
+
+
+# ----------------------------------------------------- changed code is caught
+class InsertedTimer(Workflow):
+    """tests.sequential with a timer slipped in between its two activities."""
+
+    abstract = True  # not registered: passed to the Replayer explicitly
+
+    def handle(self, name):
+        greeting = dw.activity(Greet, name)
+        dw.timer(5)
+        return [greeting, dw.activity(Add, 1, 2)]
+
+
+class StopsEarly(Workflow):
+    abstract = True
+
+    def handle(self, name):
+        return [dw.activity(Greet, name)]
+
+
+class GoesOn(Workflow):
+    abstract = True
+
+    def handle(self, name):
+        greeting = dw.activity(Greet, name)
+        total = dw.activity(Add, 1, 2)
+        dw.activity(Add, 3, 4)
+        return [greeting, total]
+
+
+class FailsInstead(Workflow):
+    abstract = True
+
+    def handle(self, name):
+        dw.activity(Greet, name)
+        dw.activity(Add, 1, 2)
+        raise ValueError("changed my mind")
+
+
+def replay_sequential_with(cls):
+    return Replayer({"tests.sequential": cls}).replay(load("sequential-activities"))
+
+
+def test_a_changed_step_is_a_non_determinism_error():
+    with pytest.raises(NonDeterminismError) as info:
+        replay_sequential_with(InsertedTimer)
+    error = info.value
+    assert error.step == 2
+    assert error.recorded == "ActivityScheduled(tests.add)"
+    assert error.requested == "TimerScheduled"
+
+
+def test_a_code_change_in_the_registered_workflow_is_caught(monkeypatch):
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)  # inserts a timer
+    with pytest.raises(NonDeterminismError, match="history recorded ActivityScheduled"):
+        Replayer().replay(load("sequential-activities"))
+
+
+def test_a_recorded_step_the_code_never_reaches_is_caught():
+    with pytest.raises(NonDeterminismError, match="never reached") as info:
+        replay_sequential_with(StopsEarly)
+    assert info.value.step == 2
+
+
+def test_code_that_goes_on_after_history_ended_is_caught():
+    with pytest.raises(NonDeterminismError, match="history ends with WorkflowCompleted") as info:
+        replay_sequential_with(GoesOn)
+    assert info.value.requested == "ActivityScheduled(tests.add)"
+
+
+def test_code_that_closes_differently_is_caught():
+    with pytest.raises(NonDeterminismError, match="does not close the run the way") as info:
+        replay_sequential_with(FailsInstead)
+    assert (info.value.recorded, info.value.requested) == ("WorkflowCompleted", "WorkflowFailed")
+
+
+def test_a_workflow_still_waiting_where_history_finished_is_caught():
+    document = load("signal-wait")
+    # drop the signal: the code now waits forever where history went on and completed
+    document["events"] = [e for e in document["events"] if e["event_type"] != "SignalReceived"]
+    with pytest.raises(NonDeterminismError, match="still waiting where history finished"):
+        Replayer().replay(document)
+
+
+def test_an_open_history_may_end_anywhere():
+    document = load("signal-wait")
+    cut = next(i for i, e in enumerate(document["events"]) if e["event_type"] == "SignalReceived")
+    document["events"] = document["events"][:cut]  # the run was still waiting for the signal
+    del document["workflow_task_sequence"]
+    result = Replayer().replay(document)
+    assert result.closed_by is None and result.steps == 1

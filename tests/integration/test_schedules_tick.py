@@ -90,13 +90,12 @@ def test_loop_mode_ticks_until_stopped(monkeypatch):
     make("a")
     naps: list[float] = []
 
-    def sleep(seconds: float) -> None:
-        naps.append(seconds)
+    def pause(self, stop, interval: float) -> bool:
+        naps.append(interval)
         clock.advance(dt.timedelta(hours=1))
-        if len(naps) == 3:
-            raise KeyboardInterrupt
+        return len(naps) == 3  # then stop, as SIGTERM would
 
-    monkeypatch.setattr("durable_workflow.management.commands.schedule_tick.time.sleep", sleep)
+    monkeypatch.setattr("durable_workflow.management.commands.schedule_tick.Command._pause", pause)
     out = io.StringIO()
     call_command("schedule_tick", "--loop", "--interval", "0.5", "--json", stdout=out)
     reports = [json.loads(line) for line in out.getvalue().splitlines()]

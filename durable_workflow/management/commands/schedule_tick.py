@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-import time
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -19,7 +22,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="print one JSON report per tick")
-        parser.add_argument("--loop", action="store_true", help="keep ticking until stopped")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="keep ticking; SIGTERM or Ctrl-C stops after the current tick",
+        )
         parser.add_argument(
             "--interval",
             type=float,
@@ -32,21 +39,24 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         interval = options["interval"] if options["interval"] is not None else tick_interval()
-        while True:
-            report = tick(limit=options["limit"])
-            self._report(report, as_json=options["json"])
-            if not options["loop"]:
-                return
-            try:
-                time.sleep(interval)
-            except KeyboardInterrupt:
-                return
+        stop = threading.Event()
+        with _stop_on_signals(stop) if options["loop"] else contextlib.nullcontext():
+            while True:
+                report = tick(limit=options["limit"])
+                self._report(report, as_json=options["json"])
+                if not options["loop"] or self._pause(stop, interval):
+                    return
+
+    def _pause(self, stop: threading.Event, interval: float) -> bool:
+        """Sleep between ticks; True when asked to stop."""
+        return stop.wait(interval)
 
     def _report(self, report: TickReport, *, as_json: bool) -> None:
         rows = [_jsonable(row) for row in report.results]
         if as_json:
             document = {"lock_acquired": report.lock_acquired, "results": rows}
             self.stdout.write(json.dumps(document, sort_keys=True))
+            self.stdout.flush()
             return
         if not report.lock_acquired:
             self.stdout.write("another schedule_tick holds the lock; nothing done")
@@ -55,6 +65,21 @@ class Command(BaseCommand):
             target = row["instance_id"] or row["reason"] or ""
             self.stdout.write(f"{row['schedule_id']}: {row['outcome']} {target}".rstrip())
         self.stdout.write(f"{len(rows)} schedule action(s)")
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Let SIGTERM / SIGINT end the loop between ticks, never in the middle of one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = lambda signum, frame: stop.set()  # noqa: E731
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

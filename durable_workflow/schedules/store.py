@@ -129,7 +129,9 @@ def claim_fire(
     return True
 
 
-def update_fire(schedule: ScheduleRecord, instance_id: str, *, now: dt.datetime, **changes: Any):  # type: ignore[no-untyped-def]
+def update_fire(
+    schedule: ScheduleRecord, instance_id: str, *, now: dt.datetime, **changes: Any
+) -> None:
     ScheduleFire.objects.filter(schedule_id=schedule.id, instance_id=instance_id).update(
         updated_at=now, **changes
     )

@@ -445,3 +445,18 @@ def test_backfill_stops_when_max_runs_is_used_up(frozen):
     assert len(rows) == 2
     assert ScheduleManager.describe("nightly").status == "deleted"
     assert WorkflowInstance.objects.count() == 2
+
+
+def test_a_fire_whose_instance_id_is_taken_is_skipped(frozen):
+    daily(overlap_policy="allow_all")
+    travel_to(at(2026, 4, 10, 2, 0))
+    [first] = ScheduleManager.tick()
+    ScheduleManager.delete("nightly")
+    travel_to(at(2026, 4, 10, 1, 0))
+    daily(overlap_policy="allow_all")  # a new schedule under the same id
+    travel_to(at(2026, 4, 10, 2, 0))
+    [row] = ScheduleManager.tick()
+    assert row["outcome"] == "skipped" and row["reason"] == "instance_already_started"
+    assert WorkflowInstance.objects.get().instance_id == first["instance_id"]
+    described = ScheduleManager.describe("nightly")
+    assert described.fires_count == 0 and described.next_fire_at == at(2026, 4, 11, 2, 0)

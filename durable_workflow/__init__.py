@@ -7,7 +7,17 @@ Usage::
 """
 
 from durable_workflow.authoring.activity import Activity
+from durable_workflow.authoring.composition import (
+    all,
+    child,
+    continue_as_new,
+    execute_child_workflow,
+    parallel,
+    run_async,
+    select,
+)
 from durable_workflow.authoring.decorators import query, signal, update
+from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.helpers import (
     activity,
     days,
@@ -28,12 +38,16 @@ from durable_workflow.authoring.helpers import (
     years,
 )
 from durable_workflow.authoring.workflow import Workflow
+from durable_workflow.engine.groups import OperationHandle, SelectionResult
 from durable_workflow.exceptions import (
     ActivityCancelled,
     ActivityFailed,
+    ChildWorkflowCancelled,
     ChildWorkflowFailed,
+    ChildWorkflowTerminated,
     CommandRejected,
     ConfigurationError,
+    DurableOperationCancelled,
     DurableWorkflowError,
     InvalidDurationError,
     InvalidInstanceIdError,
@@ -54,7 +68,13 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
     WorkflowOrmAccessError,
 )
-from durable_workflow.options import ActivityOptions, DuplicateStartPolicy, StartOptions
+from durable_workflow.options import (
+    ActivityOptions,
+    ChildWorkflowOptions,
+    DuplicateStartPolicy,
+    ParentClosePolicy,
+    StartOptions,
+)
 from durable_workflow.results import (
     CommandResult,
     SignalWithStartResult,
@@ -80,11 +100,16 @@ __all__ = [
     "ActivityCancelled",
     "ActivityFailed",
     "ActivityOptions",
+    "ChildWorkflowCancelled",
     "ChildWorkflowFailed",
+    "ChildWorkflowHandle",
+    "ChildWorkflowOptions",
+    "ChildWorkflowTerminated",
     "CommandRejected",
     "CommandResult",
     "ConfigurationError",
     "DuplicateStartPolicy",
+    "DurableOperationCancelled",
     "DurableWorkflowError",
     "InvalidDurationError",
     "InvalidInstanceIdError",
@@ -92,9 +117,12 @@ __all__ = [
     "NonRetryableError",
     "NotInActivityError",
     "NotInWorkflowError",
+    "OperationHandle",
+    "ParentClosePolicy",
     "PayloadCodecError",
     "QueryCommandError",
     "QueryFailedError",
+    "SelectionResult",
     "SignalWithStartResult",
     "StartOptions",
     "StartResult",
@@ -111,14 +139,21 @@ __all__ = [
     "WorkflowOrmAccessError",
     "WorkflowStub",
     "activity",
+    "all",
+    "child",
+    "continue_as_new",
     "days",
     "execute_activity",
+    "execute_child_workflow",
     "hours",
     "minutes",
     "months",
     "now",
+    "parallel",
     "query",
+    "run_async",
     "seconds",
+    "select",
     "side_effect",
     "signal",
     "timer",

@@ -50,6 +50,10 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
+    #: ``should_continue_as_new()`` turns true at this many history events (0: never).
+    CONTINUE_AS_NEW_EVENT_THRESHOLD: int = 10_000
+    #: ... or at this many bytes of history payload (0: never).
+    CONTINUE_AS_NEW_SIZE_THRESHOLD: int = 5 * 1024 * 1024
     #: Overrides for structural limits (0 disables a check); see ``limit()``.
     STRUCTURAL_LIMITS: dict[str, int] = dataclasses.field(default_factory=dict)
 

@@ -108,8 +108,36 @@ class ActivityFailed(DurableWorkflowError):
         self.details = details
 
 
-class ChildWorkflowFailed(DurableWorkflowError):
-    """A child workflow failed; raised inside the parent body."""
+class ChildWorkflowFailed(ActivityFailed):
+    """A child workflow failed; raised inside the parent body.
+
+    Shares ``ActivityFailed``'s fields (exception type, class, message); when the
+    child's exception class can be imported, the raised exception is also an
+    instance of it.
+    """
+
+
+class ChildWorkflowCancelled(DurableWorkflowError):
+    """A child workflow was cancelled; raised inside the parent body."""
+
+    def __init__(self, message: str = "", **fields: Any):
+        super().__init__(message)
+        self.message = message
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+class ChildWorkflowTerminated(ChildWorkflowCancelled):
+    """A child workflow was terminated; raised inside the parent body."""
+
+
+class DurableOperationCancelled(DurableWorkflowError):
+    """A select() member was cancelled and then awaited."""
+
+    def __init__(self, message: str = "", **selection: Any):
+        super().__init__(message)
+        for key, value in selection.items():
+            setattr(self, key, value)
 
 
 class StructuralLimitExceeded(DurableWorkflowError):

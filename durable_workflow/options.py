@@ -121,3 +121,28 @@ class StartOptions:
 
     def with_run_timeout(self, seconds: int | None) -> StartOptions:
         return dataclasses.replace(self, run_timeout_seconds=seconds)
+
+
+class ParentClosePolicy(StrEnum):
+    ABANDON = "abandon"
+    REQUEST_CANCEL = "request_cancel"
+    TERMINATE = "terminate"
+
+
+@dataclass(frozen=True)
+class ChildWorkflowOptions:
+    """How a child workflow is routed, and what happens to it when the parent closes."""
+
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.ABANDON
+    queue: str | None = None
+    connection: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parent_close_policy", ParentClosePolicy(self.parent_close_policy))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "parent_close_policy": str(self.parent_close_policy),
+            "queue": self.queue,
+            "connection": self.connection,
+        }

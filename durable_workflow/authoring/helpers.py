@@ -74,27 +74,27 @@ execute_activity = activity
 def timer(duration: Duration) -> None:
     """Sleep durably; ``timer(0)`` returns at once and is still recorded."""
     runtime = _runtime("timer")
-    runtime.timer(to_seconds(duration, now=runtime.now()))
+    return runtime.timer(to_seconds(duration, now=runtime.now()))
 
 
 def seconds(n: float) -> None:
-    timer(n)
+    return timer(n)
 
 
 def minutes(n: float) -> None:
-    timer(n * 60)
+    return timer(n * 60)
 
 
 def hours(n: float) -> None:
-    timer(n * 3600)
+    return timer(n * 3600)
 
 
 def days(n: float) -> None:
-    timer(n * 86400)
+    return timer(n * 86400)
 
 
 def weeks(n: float) -> None:
-    timer(n * 604800)
+    return timer(n * 604800)
 
 
 def _whole(n: int, unit: str) -> int:
@@ -104,11 +104,11 @@ def _whole(n: int, unit: str) -> int:
 
 
 def months(n: int) -> None:
-    timer(f"{_whole(n, 'months')} months")
+    return timer(f"{_whole(n, 'months')} months")
 
 
 def years(n: int) -> None:
-    timer(f"{_whole(n, 'years')} years")
+    return timer(f"{_whole(n, 'years')} years")
 
 
 def side_effect(fn: Callable[[], Any]) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from durable_workflow import registry
-from durable_workflow.authoring import decorators, helpers
+from durable_workflow.authoring import composition, decorators, helpers
+from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import NotInWorkflowError
 
@@ -55,6 +56,28 @@ class Workflow:
         """The id of the run (execution generation) being executed."""
         return self._runtime().run_id
 
+    def last_child(self) -> ChildWorkflowHandle | None:
+        """A handle on the most recently started child workflow, if any."""
+        runtime = self._runtime()
+        return ChildWorkflowHandle(runtime, runtime._children[-1]) if runtime._children else None
+
+    def children(self) -> list[ChildWorkflowHandle]:
+        """Handles on every child started so far, in step order."""
+        runtime = self._runtime()
+        return [ChildWorkflowHandle(runtime, step) for step in runtime._children]
+
+    def history_length(self) -> int:
+        """Events in this run's history at the current point of the body (replay-stable)."""
+        return self._runtime().history_length()
+
+    def history_size(self) -> int:
+        """Bytes of history payload at the current point of the body (replay-stable)."""
+        return self._runtime().history_size()
+
+    def should_continue_as_new(self) -> bool:
+        """True once the history budget (CONTINUE_AS_NEW_* settings) is used up."""
+        return self._runtime().should_continue_as_new()
+
     # The in-body helpers, also reachable as ``Workflow.activity(...)`` etc.
     activity = staticmethod(helpers.activity)
     execute_activity = staticmethod(helpers.execute_activity)
@@ -73,3 +96,10 @@ class Workflow:
     wait = staticmethod(helpers.wait)
     wait_signal = staticmethod(helpers.wait_signal)
     wait_with_timeout = staticmethod(helpers.wait_with_timeout)
+    child = staticmethod(composition.child)
+    execute_child_workflow = staticmethod(composition.execute_child_workflow)
+    all = staticmethod(composition.all)
+    parallel = staticmethod(composition.parallel)
+    select = staticmethod(composition.select)
+    run_async = staticmethod(composition.run_async)
+    continue_as_new = staticmethod(composition.continue_as_new)

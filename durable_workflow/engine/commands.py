@@ -21,6 +21,8 @@ class ScheduleActivity:
     options: dict[str, Any]
     queue: str | None = None
     connection: str | None = None
+    #: ``parallel_group_*`` / ``selection_*`` metadata when scheduled by all() or select().
+    group: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,48 @@ class StartTimer:
     delay_seconds: int
     #: ``None`` for ``timer()``; ``signal_timeout`` / ``condition_timeout`` for a wait's deadline.
     kind: str | None = None
+    group: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartChild:
+    step: int
+    workflow_type: str
+    workflow_class: str
+    arguments: Envelope
+    options: dict[str, Any]
+    group: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignalChild:
+    """Signal a child workflow; recorded as a side-effect step so replay never resends."""
+
+    step: int
+    instance_id: str
+    signal_name: str
+    arguments: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class CancelActivity:
+    """A select() loser the body cancelled explicitly."""
+
+    step: int
+    selection: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSelection:
+    """SelectionResolved / SelectionOperationCancelled facts (the marker events)."""
+
+    event_type: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueAsNew:
+    arguments: Envelope
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +171,10 @@ class CompleteUpdate:
 
 Command = (
     ScheduleActivity
+    | StartChild
+    | SignalChild
+    | CancelActivity
+    | RecordSelection
     | StartTimer
     | RecordSideEffect
     | RecordFailureHandled
@@ -138,4 +186,4 @@ Command = (
     | ApplyUpdate
     | CompleteUpdate
 )
-CloseCommand = CompleteWorkflow | FailWorkflow | CancelWorkflow
+CloseCommand = CompleteWorkflow | FailWorkflow | CancelWorkflow | ContinueAsNew

@@ -43,6 +43,15 @@ class EventType(StrEnum):
     UPDATE_REJECTED = "UpdateRejected"
     UPDATE_APPLIED = "UpdateApplied"
     UPDATE_COMPLETED = "UpdateCompleted"
+    CHILD_WORKFLOW_SCHEDULED = "ChildWorkflowScheduled"
+    CHILD_RUN_STARTED = "ChildRunStarted"
+    CHILD_RUN_COMPLETED = "ChildRunCompleted"
+    CHILD_RUN_FAILED = "ChildRunFailed"
+    CHILD_RUN_CANCELLED = "ChildRunCancelled"
+    CHILD_RUN_TERMINATED = "ChildRunTerminated"
+    PARENT_CLOSE_POLICY_APPLIED = "ParentClosePolicyApplied"
+    SELECTION_RESOLVED = "SelectionResolved"
+    SELECTION_OPERATION_CANCELLED = "SelectionOperationCancelled"
 
 
 #: Events written because the body asked for something; keyed by step. (A
@@ -55,6 +64,7 @@ COMMAND_EVENTS = frozenset(
         EventType.SIDE_EFFECT_RECORDED,
         EventType.SIGNAL_WAIT_OPENED,
         EventType.CONDITION_WAIT_OPENED,
+        EventType.CHILD_WORKFLOW_SCHEDULED,
     }
 )
 
@@ -69,6 +79,10 @@ RESOLUTION_EVENTS = frozenset(
         EventType.ACTIVITY_TIMED_OUT,
         EventType.ACTIVITY_CANCELLED,
         EventType.TIMER_FIRED,
+        EventType.CHILD_RUN_COMPLETED,
+        EventType.CHILD_RUN_FAILED,
+        EventType.CHILD_RUN_CANCELLED,
+        EventType.CHILD_RUN_TERMINATED,
     }
 )
 

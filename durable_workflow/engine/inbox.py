@@ -49,7 +49,7 @@ class InboxMixin:
     def _new_future(self: WorkflowRuntime, step: int) -> Future:
         from durable_workflow.engine.runtime import Future
 
-        future = self._futures[step] = Future()
+        future = self._futures[step] = Future(step)
         return future
 
     # ------------------------------------------------------------- delivery

@@ -37,6 +37,7 @@ from durable_workflow.engine.commands import (
     CloseCommand,
     Command,
     CompleteWorkflow,
+    ContinueAsNew,
     FailWorkflow,
     RecordFailureHandled,
 )
@@ -48,10 +49,14 @@ from durable_workflow.engine.events import (
     EventType,
     HistoryEvent,
 )
+from durable_workflow.engine.groups import GroupsMixin
 from durable_workflow.engine.inbox import InboxMixin
 from durable_workflow.engine.steps import StepsMixin
 from durable_workflow.exceptions import (
     ActivityFailed,
+    ChildWorkflowCancelled,
+    ChildWorkflowFailed,
+    ChildWorkflowTerminated,
     DurableWorkflowError,
     NonDeterminismError,
     QueryCommandError,
@@ -66,6 +71,7 @@ _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.SIDE_EFFECT_RECORDED: lambda p: ("side_effect", None),
     EventType.SIGNAL_WAIT_OPENED: lambda p: ("signal", p.get("signal_name")),
     EventType.CONDITION_WAIT_OPENED: lambda p: ("condition", p.get("condition_key")),
+    EventType.CHILD_WORKFLOW_SCHEDULED: lambda p: ("child", p.get("child_workflow_type")),
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
@@ -73,6 +79,7 @@ _EVENT_OF_KIND = {
     "side_effect": EventType.SIDE_EFFECT_RECORDED,
     "signal": EventType.SIGNAL_WAIT_OPENED,
     "condition": EventType.CONDITION_WAIT_OPENED,
+    "child": EventType.CHILD_WORKFLOW_SCHEDULED,
 }
 
 #: History events that record a fact the runtime itself produced, and their dedupe key.
@@ -84,6 +91,15 @@ _MARKER_KEYS: dict[str, Callable[[dict[str, Any]], Hashable]] = {
     EventType.CONDITION_WAIT_TIMED_OUT: lambda p: ("condition", p.get("sequence")),
     EventType.UPDATE_APPLIED: lambda p: ("update_applied", p.get("update_id")),
     EventType.UPDATE_COMPLETED: lambda p: ("update_completed", p.get("update_id")),
+    EventType.SELECTION_RESOLVED: lambda p: ("selection", p.get("selection_group_id")),
+    EventType.SELECTION_OPERATION_CANCELLED: lambda p: ("selection_cancel", p.get("sequence")),
+}
+
+
+_CHILD_ERRORS = {
+    EventType.CHILD_RUN_FAILED: ChildWorkflowFailed,
+    EventType.CHILD_RUN_CANCELLED: ChildWorkflowCancelled,
+    EventType.CHILD_RUN_TERMINATED: ChildWorkflowTerminated,
 }
 
 
@@ -98,16 +114,18 @@ def describe_signature(sig: Signature) -> str:
 
 
 class Future:
-    __slots__ = ("done", "error", "value", "waiters")
+    __slots__ = ("done", "error", "order", "step", "value", "waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, step: int = 0) -> None:
+        self.step = step
         self.done = False
         self.value: Any = None
         self.error: BaseException | None = None
+        self.order = 0  # position in the runtime's resolution sequence
         self.waiters: list[greenlet.greenlet] = []
 
 
-class WorkflowRuntime(StepsMixin, InboxMixin):
+class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -129,7 +147,9 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         self._issued: dict[int, Signature] = {}
         self._markers: set[Hashable] = set()
         self._futures: dict[int, Future] = {}
-        self._thrown: dict[greenlet.greenlet, tuple[int, BaseException]] = {}
+        # Failures raised into a greenlet, per greenlet: (step, exception). Once the
+        # greenlet runs on without letting one escape, it was handled.
+        self._thrown: dict[greenlet.greenlet, list[tuple[int, BaseException]]] = {}
         self._ready: deque[tuple[greenlet.greenlet, Any, BaseException | None]] = deque()
         self._greenlets: list[greenlet.greenlet] = []
         self._new: list[Command] = []
@@ -140,10 +160,16 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         self._fatal: BaseException | None = None
         self._unwinding = False
         self._query_mode = False
-        self._waiting: dict[greenlet.greenlet, Future] = {}
+        # What each blocked greenlet waits on; several futures for all()/select().
+        self._waiting: dict[greenlet.greenlet, tuple[list[Future], bool]] = {}
+        self._resolutions = 0
         self._cancel_reason: str | None = None
         self._cancel_requested = False
+        self._child_runs: dict[int, str] = {}
+        self._seen: list[HistoryEvent] = []
+        self._sizes = (0, 0)  # (events measured, their payload bytes)
         self._init_inbox()
+        self._init_groups()
 
     # ------------------------------------------------------------------ feeding
     @property
@@ -165,6 +191,7 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
                 gr.parent = self._hub
         self._index(fresh)
         for event in fresh:
+            self._seen.append(event)
             self._apply(event)
             self._last_sequence = event.sequence
             self._run_ready()
@@ -181,6 +208,8 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
             if kind in _MARKER_KEYS:
                 self._markers.add(_MARKER_KEYS[kind](event.payload))
                 continue
+            if kind == EventType.ACTIVITY_CANCELLED and event.payload.get("selection_group_id"):
+                self._markers.add(("sel_cancel", event.step))
             step = event.step
             if step is None or kind not in COMMAND_EVENTS:
                 continue
@@ -210,6 +239,10 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
             if event.recorded_at is not None:
                 self._now = event.recorded_at
             self._deliver_message(event)
+        elif kind == EventType.CHILD_RUN_STARTED:
+            self._child_runs[int(event.payload["sequence"])] = str(
+                event.payload["child_workflow_run_id"]
+            )
         elif kind == EventType.CANCEL_REQUESTED:
             if event.recorded_at is not None:
                 self._now = event.recorded_at
@@ -236,10 +269,12 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         if event.recorded_at is not None:
             self._now = event.recorded_at
         kind = event.event_type
-        if kind == EventType.ACTIVITY_COMPLETED:
+        if kind in (EventType.ACTIVITY_COMPLETED, EventType.CHILD_RUN_COMPLETED):
             self._resolve(future, value=self._decode(event.payload.get("result")))
         elif kind == EventType.TIMER_FIRED:
             self._timer_fired(step, future)
+        elif kind in _CHILD_ERRORS:
+            self._resolve(future, error=failures.rebuild(_CHILD_ERRORS[kind], event.payload))
         else:
             self._resolve(future, error=failures.rebuild(ActivityFailed, event.payload))
 
@@ -274,28 +309,38 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
                     continue
                 if error is not None:
                     gr.throw(error)
-                    self._after_throw(gr, error)
                 elif not gr:  # not started yet: ``value`` holds the call arguments
                     gr.switch(*value)
                 else:
                     gr.switch(value)
+                self._after_switch(gr)
                 if self._fatal is not None:
                     raise self._fatal
             if not self._check_conditions():
                 return
 
-    def _after_throw(self, gr: greenlet.greenlet, error: BaseException) -> None:
-        step, thrown = self._thrown.pop(gr, (0, error))
-        escaped = getattr(gr, "dw_error", None) is thrown
-        if not escaped and step:
+    def _after_switch(self, gr: greenlet.greenlet) -> None:
+        """Record FailureHandled for failures the greenlet caught and ran on from."""
+        thrown = self._thrown.pop(gr, None)
+        if not thrown:
+            return
+        escaped = getattr(gr, "dw_error", None)
+        for step, exc in thrown:
+            if exc is escaped or not step:
+                continue
             self._mark(
                 ("handled", step),
                 RecordFailureHandled(
                     step=step,
-                    exception_type=getattr(thrown, "exception_type", "") or type(thrown).__name__,
-                    message=str(thrown),
+                    exception_type=getattr(exc, "exception_type", "") or type(exc).__name__,
+                    message=str(exc),
                 ),
             )
+
+    def _raise_into_body(self, step: int, error: BaseException) -> None:
+        """Raise a step's failure in the current greenlet, remembering it for FailureHandled."""
+        self._thrown.setdefault(greenlet.getcurrent(), []).append((step, error))
+        raise error
 
     def _mark(self, key: Hashable, command: Command) -> None:
         """Record a fact once: history already holding ``key`` means it was recorded."""
@@ -308,9 +353,18 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
     def _resolve(
         self, future: Future, *, value: Any = None, error: BaseException | None = None
     ) -> None:
+        self._resolutions += 1
         future.done, future.value, future.error = True, value, error
+        future.order = self._resolutions
         for gr in future.waiters:
-            self._ready.append((gr, value, error))
+            waited, multi = self._waiting.pop(gr, ([future], False))
+            for other in waited:
+                if other is not future and gr in other.waiters:
+                    other.waiters.remove(gr)
+            if multi:
+                self._ready.append((gr, None, None))  # the waiter re-inspects its futures
+            else:
+                self._ready.append((gr, value, error))
         future.waiters.clear()
 
     def _main(self, *args: Any) -> None:
@@ -325,6 +379,9 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
                 )
         except _Abort:
             return
+        except ContinueAsNewRequested as request:
+            if self.closed is None:
+                self.closed = ContinueAsNew(arguments=self._encode(list(request.arguments)))
         except greenlet.GreenletExit:
             raise
         except WorkflowCancelled:
@@ -341,8 +398,8 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         main = self._greenlets[0] if self._greenlets else None
         if main is None or main.dead:
             return
-        future = self._waiting.pop(main, None)
-        if future is not None:
+        waited, _ = self._waiting.pop(main, ([], False))
+        for future in waited:
             if main in future.waiters:
                 future.waiters.remove(main)
             self._abandon(future)
@@ -357,6 +414,36 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
     def now(self) -> dt.datetime:
         assert self._now is not None
         return self._now
+
+    def _kind_of_step(self, step: int) -> str | None:
+        sig = self._issued.get(step)
+        return sig[0] if sig else None
+
+    def history_length(self) -> int:
+        """Events up to the one being delivered: the same value on every replay."""
+        return self._seen[-1].sequence if self._seen else 0
+
+    def history_size(self) -> int:
+        """Payload bytes of the events up to the one being delivered (deterministic)."""
+        import json
+
+        counted, size = self._sizes
+        for event in self._seen[counted:]:
+            size += len(json.dumps(event.payload, separators=(",", ":")))
+        self._sizes = (len(self._seen), size)
+        return size
+
+    def should_continue_as_new(self) -> bool:
+        events = self.limits.get("continue_as_new_event_threshold", 10_000)
+        size = self.limits.get("continue_as_new_size_threshold", 5 * 1024 * 1024)
+        return bool(events and self.history_length() >= events) or bool(
+            size and self.history_size() >= size
+        )
+
+    def continue_as_new(self, arguments: list[Any]) -> None:
+        if greenlet.getcurrent() is not (self._greenlets[0] if self._greenlets else None):
+            raise TypeError("continue_as_new() can only be called from the workflow body")
+        raise ContinueAsNewRequested(arguments)
 
     def _next_step(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
         """Claim the next step number; returns it and the event history recorded for it."""
@@ -389,20 +476,28 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
         if not future.done:
             gr = greenlet.getcurrent()
             future.waiters.append(gr)
-            self._waiting[gr] = future
+            self._waiting[gr] = ([future], False)
             assert self._hub is not None
             try:
                 return self._hub.switch()
             except BaseException as exc:
                 if exc is future.error:
-                    self._thrown[gr] = (step, exc)
+                    self._thrown.setdefault(gr, []).append((step, exc))
                 raise
-            finally:
-                self._waiting.pop(gr, None)
         if future.error is not None:
-            self._thrown[greenlet.getcurrent()] = (step, future.error)
-            raise future.error
+            self._raise_into_body(step, future.error)
         return future.value
+
+    def _wait_any(self, futures: list[Future]) -> None:
+        """Block until at least one of ``futures`` is resolved (returns at once if one is)."""
+        if any(f.done for f in futures):
+            return
+        gr = greenlet.getcurrent()
+        for future in futures:
+            future.waiters.append(gr)
+        self._waiting[gr] = (futures, True)
+        assert self._hub is not None
+        self._hub.switch()
 
     def fail_fatally(self, error: BaseException) -> None:
         """Stop the task: ``error`` leaves ``feed`` and nothing is persisted."""
@@ -454,6 +549,14 @@ class WorkflowRuntime(StepsMixin, InboxMixin):
                 with contextlib.suppress(DurableWorkflowError, _Abort):
                     gr.throw(greenlet.GreenletExit())
         self._greenlets.clear()
+
+
+class ContinueAsNewRequested(BaseException):
+    """Raised by ``continue_as_new()`` to end the body; never seen by user code."""
+
+    def __init__(self, arguments: list[Any]):
+        self.arguments = arguments
+        super().__init__("continue as new")
 
 
 def current_runtime() -> WorkflowRuntime | None:

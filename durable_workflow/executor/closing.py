@@ -7,10 +7,24 @@ from typing import Any
 
 from durable_workflow.engine.events import EventType
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus
-from durable_workflow.store import activities, commands, messages, tasks
+from durable_workflow.store import activities, commands, messages, runs, tasks
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
+
+
+def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list[Event]:
+    """Everything a closing run owes: child policies, open work cancelled, parent told.
+
+    Call after ``run.status`` is set to its final value.
+    """
+    from durable_workflow.executor import children
+
+    events = children.apply_close_policies(run, now=now)
+    events += cancel_open_work(run, now=now)
+    if run.status != "completed" or run.closed_reason != "continued":
+        children.notify_parent(run, outcome, now=now)
+    return events
 
 
 def cancel_open_work(run: RunRecord, *, now: dt.datetime) -> list[Event]:
@@ -53,7 +67,6 @@ def close_as(
     now: dt.datetime,
 ) -> list[Event]:
     """Close the run as cancelled or terminated (open work first, then the final event)."""
-    events = cancel_open_work(run, now=now)
     failure_id = commands.record_failure(
         run_id=run.id,
         source_kind="workflow_run",
@@ -68,10 +81,71 @@ def close_as(
         now=now,
     )
     run.set(status=status, closed_reason=status, closed_at=now)
+    final = {"failure_id": str(failure_id), "failure_category": category, "reason": reason}
+    events = finish(run, {"reason": reason, "message": message, **final}, now=now)
+    events.append((event_type, final))
+    return events
+
+
+def continue_as_new(run: RunRecord, arguments: dict[str, Any], *, now: dt.datetime) -> list[Event]:
+    """Close this run ``completed``/``continued`` and start the next run of the instance.
+
+    The new run inherits visibility (business key, labels, memo, search
+    attributes), the execution deadline (the run deadline starts afresh), the
+    parent link, and every signal that was received but not yet consumed.
+    """
+    from durable_workflow.executor import children, lifecycle
+    from durable_workflow.executor.common import wake_workflow
+
+    carried = runs.continuation_fields(run.id)
+    if carried.get("run_timeout_seconds"):
+        carried["run_deadline_at"] = now + dt.timedelta(seconds=carried["run_timeout_seconds"])
+    following = runs.create_run(
+        instance_id=run.instance_id,
+        workflow_type=run.workflow_type,
+        workflow_class=run.workflow_class,
+        arguments=arguments,
+        payload_codec=run.payload_codec,
+        queue=run.queue,
+        connection=run.connection,
+        now=now,
+        extra={
+            **carried,
+            "parent_run_id": run.parent_run_id,
+            "parent_sequence": run.parent_sequence,
+            "parent_close_policy": run.parent_close_policy,
+            "continued_from_id": run.id,
+        },
+    )
+    run.set(status="completed", closed_reason="continued", closed_at=now)
+    events = finish(run, {}, now=now)
+    started = {
+        "workflow_type": run.workflow_type,
+        "workflow_class": run.workflow_class,
+        "workflow_instance_id": run.instance_id,
+        "workflow_run_id": str(following.id),
+        "run_number": following.run_number,
+        "arguments": arguments,
+        "payload_codec": run.payload_codec,
+        "continued_from_run_id": str(run.id),
+    }
+    carried_signals = [
+        (EventType.SIGNAL_RECEIVED, payload)
+        for payload in messages.move_pending_signals(run.id, following.id)
+    ]
+    lifecycle.append(following, [(EventType.WORKFLOW_STARTED, started), *carried_signals], now=now)
+    wake_workflow(following, now=now)
+    following.set(status="pending")
+    runs.save_run(following, now=now)
+    if run.parent_run_id is not None and run.parent_sequence is not None:
+        from durable_workflow.store import children as child_store
+
+        child_store.follow_run(run.parent_run_id, run.parent_sequence, following.id)
+        children.wake_parent(run.parent_run_id, now=now)
     events.append(
         (
-            event_type,
-            {"failure_id": str(failure_id), "failure_category": category, "reason": reason},
+            EventType.WORKFLOW_CONTINUED_AS_NEW,
+            {"new_run_id": str(following.id), "new_run_number": following.run_number},
         )
     )
     return events

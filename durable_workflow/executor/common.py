@@ -89,3 +89,15 @@ def orm_guard() -> Iterator[None]:
         for conn in connections.all():
             stack.enter_context(conn.execute_wrapper(_refuse_orm_in_body))
         yield
+
+
+def engine_limits() -> dict[str, int]:
+    """The structural limits and history budget the runtime enforces itself."""
+    settings = get_settings()
+    limits = {
+        kind: settings.limit(kind)
+        for kind in ("pending_activity_count", "pending_child_count", "command_batch_size")
+    }
+    limits["continue_as_new_event_threshold"] = settings.CONTINUE_AS_NEW_EVENT_THRESHOLD
+    limits["continue_as_new_size_threshold"] = settings.CONTINUE_AS_NEW_SIZE_THRESHOLD
+    return limits

@@ -13,8 +13,15 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch
-from durable_workflow.executor.closing import cancel_open_work, close_as
-from durable_workflow.models import RunStatus, TaskType, UpdateStatus
+from durable_workflow.executor.children import signal_child, start_child
+from durable_workflow.executor.closing import close_as, continue_as_new, finish
+from durable_workflow.models import (
+    ActivityStatus,
+    AttemptStatus,
+    RunStatus,
+    TaskType,
+    UpdateStatus,
+)
 from durable_workflow.store import activities, commands, messages, tasks
 from durable_workflow.store.records import RunRecord
 
@@ -63,6 +70,7 @@ def _schedule_activity(
                 "queue": execution.queue,
                 "connection": execution.connection,
                 "task_id": str(task.id),
+                **(command.group or {}),
             },
         )
     ]
@@ -86,6 +94,7 @@ def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> lis
         "delay_seconds": command.delay_seconds,
         "fire_at": fire_at.isoformat(),
     }
+    scheduled.update(command.group or {})
     if command.kind:
         scheduled["timer_kind"] = command.kind
         wait = "signal_wait_id" if command.kind == "signal_timeout" else "condition_wait_id"
@@ -231,7 +240,43 @@ def _complete_update(run: RunRecord, command: c.CompleteUpdate, now: dt.datetime
     return [(EventType.UPDATE_COMPLETED, payload)]
 
 
+def _start_child(run: RunRecord, command: c.StartChild, now: dt.datetime) -> list[Event]:
+    return start_child(run, command, now=now)
+
+
+def _signal_child(run: RunRecord, command: c.SignalChild, now: dt.datetime) -> list[Event]:
+    return signal_child(run, command, now=now)
+
+
+def _cancel_activity(run: RunRecord, command: c.CancelActivity, now: dt.datetime) -> list[Event]:
+    """A select() loser cancelled by the body: the execution and its task stop."""
+    execution = activities.execution_at_step(run.id, command.step)
+    if execution is None:
+        return []
+    activities.close_execution(execution.id, ActivityStatus.CANCELLED, now=now)
+    if execution.current_attempt_id is not None:
+        activities.close_attempt(
+            execution.current_attempt_id, AttemptStatus.CANCELLED, now=now, only_running=True
+        )
+    tasks.cancel_tasks_of_execution(execution.id, now=now)
+    payload = {
+        "sequence": command.step,
+        "activity_execution_id": str(execution.id),
+        "activity_type": execution.activity_type,
+        **command.selection,
+    }
+    return [(EventType.ACTIVITY_CANCELLED, payload)]
+
+
+def _record_selection(run: RunRecord, command: c.RecordSelection, now: dt.datetime) -> list[Event]:
+    return [(command.event_type, dict(command.payload))]
+
+
 _HANDLERS: dict[type, Any] = {
+    c.StartChild: _start_child,
+    c.SignalChild: _signal_child,
+    c.CancelActivity: _cancel_activity,
+    c.RecordSelection: _record_selection,
     c.ScheduleActivity: _schedule_activity,
     c.StartTimer: _start_timer,
     c.RecordSideEffect: _side_effect,
@@ -247,7 +292,7 @@ _HANDLERS: dict[type, Any] = {
 
 
 def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:
-    """Close the run as completed, failed or cancelled; open work is cancelled first."""
+    """Close the run as completed, failed, cancelled or continued-as-new."""
     if isinstance(closed, c.CancelWorkflow):
         return close_as(
             run,
@@ -259,7 +304,8 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
             reason=closed.reason,
             now=now,
         )
-    events = cancel_open_work(run, now=now)
+    if isinstance(closed, c.ContinueAsNew):
+        return continue_as_new(run, closed.arguments, now=now)
     if isinstance(closed, c.CompleteWorkflow):
         run.set(
             status=RunStatus.COMPLETED,
@@ -267,6 +313,7 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
             output=closed.result,
             closed_at=now,
         )
+        events = finish(run, {"result": closed.result}, now=now)
         return [*events, (EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
     info = closed.failure
     failure_id = commands.record_failure(
@@ -279,20 +326,18 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
         message=info.message,
         traceback=info.traceback,
         non_retryable=info.non_retryable,
+        details=info.details,
         now=now,
     )
     run.set(status=RunStatus.FAILED, closed_reason="failed", closed_at=now)
-    return [
-        *events,
-        (
-            EventType.WORKFLOW_FAILED,
-            {
-                "failure_id": str(failure_id),
-                "failure_category": info.category,
-                "exception_type": info.exception_type,
-                "exception_class": info.exception_class,
-                "message": info.message,
-                "non_retryable": info.non_retryable,
-            },
-        ),
-    ]
+    final = {
+        "failure_id": str(failure_id),
+        "failure_category": info.category,
+        "exception_type": info.exception_type,
+        "exception_class": info.exception_class,
+        "message": info.message,
+        "non_retryable": info.non_retryable,
+        **info.details,
+    }
+    events = finish(run, final, now=now)
+    return [*events, (EventType.WORKFLOW_FAILED, final)]

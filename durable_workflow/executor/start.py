@@ -49,11 +49,20 @@ def start_workflow(
     connection: str | None,
     source: str = "client",
     command_metadata: dict[str, Any] | None = None,
+    encoded_arguments: dict[str, Any] | None = None,
+    payload_codec: str | None = None,
+    parent: dict[str, Any] | None = None,
 ) -> StartOutcome:
+    """Record the start command and, unless it is a duplicate, the first run and its task.
+
+    ``encoded_arguments`` / ``payload_codec`` / ``parent`` are for child workflows,
+    whose arguments arrive already encoded in the parent's codec.
+    """
     validate_instance_id(instance_id)
     settings = get_settings()
-    codec = settings.PAYLOAD_CODEC
-    encoded = envelope.encode(list(arguments), codec)  # fails before anything is written
+    codec = payload_codec or settings.PAYLOAD_CODEC
+    # Encoding first means bad arguments fail before anything is written.
+    encoded = encoded_arguments or envelope.encode(list(arguments), codec)
     now = clock.now()
     with transaction.atomic():
         runs.reserve_instance(instance_id, workflow_type, now=now)
@@ -72,7 +81,7 @@ def start_workflow(
             queue=queue or settings.DEFAULT_QUEUE,
             connection=connection,
             now=now,
-            extra=_run_extras(options, now),
+            extra={**_run_extras(options, now), **(parent or {})},
         )
         command = commands.record_command(
             instance_id=instance_id,

@@ -25,7 +25,8 @@ from durable_workflow.exceptions import (
     WorkflowOrmAccessError,
 )
 from durable_workflow.executor import lifecycle
-from durable_workflow.executor.common import orm_guard, retry_when_locked, worker_id
+from durable_workflow.executor.children import report_children
+from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -60,6 +61,8 @@ def run_workflow_task(task_id: Any) -> str:
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return "skipped"
+        if claimed.payload.get("absorb_children"):
+            lifecycle.append(run, report_children(run), now=now)
         try:
             with transaction.atomic():
                 _advance(run, now=now)
@@ -79,6 +82,7 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
         run_id=str(run.id),
         codec=run.payload_codec,
     )
+    runtime.limits = engine_limits()
     with orm_guard():
         try:
             runtime.feed(history.load_history(run.id))

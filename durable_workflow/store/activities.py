@@ -139,6 +139,11 @@ def expire_attempt(attempt_id: uuid.UUID | None, *, now: dt.datetime) -> None:
         )
 
 
+def execution_at_step(run_id: uuid.UUID, step: int) -> ActivityRecord | None:
+    row = ActivityExecution.objects.filter(run_id=run_id, sequence=step).first()
+    return _record(row) if row else None
+
+
 def expired_attempt_count(execution_id: uuid.UUID) -> int:
     return ActivityAttempt.objects.filter(
         execution_id=execution_id, status=AttemptStatus.EXPIRED

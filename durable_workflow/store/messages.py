@@ -157,3 +157,26 @@ def cancel_timer_of_step(run_id: uuid.UUID, step: int) -> uuid.UUID | None:
             status=TaskStatus.CANCELLED
         )
     return timer.id
+
+
+def move_pending_signals(old_run_id: uuid.UUID, new_run_id: uuid.UUID) -> list[dict[str, Any]]:
+    """Signals received but never consumed follow the instance to its next run.
+
+    Returns SignalReceived payloads for the new run's history, in arrival order.
+    """
+    rows = list(
+        WorkflowSignal.objects.filter(run_id=old_run_id, status=SignalStatus.RECEIVED).order_by(
+            "received_at", "id"
+        )
+    )
+    WorkflowSignal.objects.filter(id__in=[r.id for r in rows]).update(run_id=new_run_id)
+    return [
+        {
+            "signal_id": str(r.id),
+            "signal_name": r.signal_name,
+            "arguments": r.arguments,
+            "command_id": str(r.command_id),
+            "carried_from_run_id": str(old_run_id),
+        }
+        for r in rows
+    ]

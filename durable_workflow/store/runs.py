@@ -148,3 +148,20 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
             status=run.status, updated_at=now
         )
     run.dirty.clear()
+
+
+def continuation_fields(run_id: uuid.UUID) -> dict[str, Any]:
+    """What a run hands to the run that continues it."""
+    return (
+        WorkflowRun.objects.filter(id=run_id)
+        .values(
+            "business_key",
+            "labels",
+            "memo",
+            "search_attributes",
+            "execution_timeout_seconds",
+            "run_timeout_seconds",
+            "execution_deadline_at",
+        )
+        .get()
+    )

@@ -242,3 +242,9 @@ def ready_and_due(*, now: dt.datetime, limit: int = 100) -> list[TaskRecord]:
 def open_tasks_of_run(run_id: uuid.UUID) -> list[TaskRecord]:
     rows = Task.objects.filter(run_id=run_id, status__in=(TaskStatus.READY, TaskStatus.LEASED))
     return [_record(row) for row in rows]
+
+
+def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> None:
+    Task.objects.filter(
+        activity_execution_id=execution_id, status__in=(TaskStatus.READY, TaskStatus.LEASED)
+    ).update(status=TaskStatus.CANCELLED, lease_expires_at=None, updated_at=now)

@@ -245,3 +245,13 @@ class Cancellable(Workflow):
 
 
 from tests.testapp import testing_workflows  # noqa: E402,F401  (registers them)
+from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
+    AsyncBranches,
+    Budget,
+    Fanout,
+    Looper,
+    Nested,
+    Parent,
+    PokeParent,
+    Selector,
+)

@@ -66,6 +66,21 @@ PUBLIC_API = {
     "wait",
     "wait_signal",
     "wait_with_timeout",
+    "ChildWorkflowCancelled",
+    "ChildWorkflowHandle",
+    "ChildWorkflowOptions",
+    "ChildWorkflowTerminated",
+    "DurableOperationCancelled",
+    "OperationHandle",
+    "ParentClosePolicy",
+    "SelectionResult",
+    "all",
+    "child",
+    "continue_as_new",
+    "execute_child_workflow",
+    "parallel",
+    "run_async",
+    "select",
 }
 
 

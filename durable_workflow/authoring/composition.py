@@ -1,0 +1,86 @@
+"""Composition helpers: child workflows, all/parallel, select, run_async, continue-as-new.
+
+Like every in-body helper they forward to the runtime of the running body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from durable_workflow import registry
+from durable_workflow.authoring.helpers import _runtime, _split_options
+from durable_workflow.engine.failures import class_path
+from durable_workflow.engine.groups import SelectionResult
+from durable_workflow.engine.steps import Call
+from durable_workflow.options import ChildWorkflowOptions
+
+
+def child(workflow: type | str, *args: Any, options: ChildWorkflowOptions | None = None) -> Any:
+    """Start a child workflow and return its result (or raise its failure).
+
+    Raises ``ChildWorkflowFailed``, ``ChildWorkflowCancelled`` or
+    ``ChildWorkflowTerminated`` when the child does not complete.
+    """
+    runtime = _runtime("child")
+    options, args = _split_options(args, options, ChildWorkflowOptions)
+    options = options or ChildWorkflowOptions()
+    if isinstance(workflow, str):
+        cls = registry.workflow_class(workflow)
+    elif isinstance(workflow, type) and getattr(workflow, "type_key", None):
+        cls = workflow
+    else:
+        raise TypeError(f"child() takes a Workflow subclass or a type key, not {workflow!r}")
+    snapshot = options.snapshot()
+    snapshot["queue"] = snapshot["queue"] or getattr(cls, "queue", None)
+    snapshot["connection"] = snapshot["connection"] or getattr(cls, "connection", None)
+    return runtime.start_child(
+        workflow_type=str(cls.type_key),  # type: ignore[attr-defined]
+        workflow_class=class_path(cls),
+        arguments=list(args),
+        options=snapshot,
+    )
+
+
+execute_child_workflow = child
+
+
+def all(calls: Iterable[Callable[[], Any]]) -> Any:
+    """Run every member at once and wait for all of them; results keep the input shape.
+
+    Each member is a zero-argument callable making one durable call, e.g.
+    ``lambda: dw.activity(Charge, order)``, or a nested ``dw.all([...])``. The
+    earliest recorded failure is raised; later ones never replace it.
+    """
+    return _runtime("all").run_all(calls)
+
+
+parallel = all
+
+
+def select(members: dict[Any, Callable[[], Any]] | Iterable[Callable[[], Any]]) -> SelectionResult:
+    """Start every member and return as soon as the first one completes or fails.
+
+    Members are callables as for ``all()`` (activities, children, timers,
+    signal or condition waits, nested ``all()``), in a dict (keys: non-empty
+    strings or ints >= 0) or a list (keys are the indexes). Losers keep
+    running; use ``result.handles[key].wait()`` or ``.cancel()``.
+    """
+    return _runtime("select").run_select(members)
+
+
+def run_async(callback: Callable[[], Any]) -> Any:
+    """Run ``callback`` (straight-line code with durable steps) as a concurrent branch.
+
+    Used directly it returns the callback's result. As a member of ``all()`` or
+    ``select()`` it lets one member take several durable steps.
+    """
+    runtime = _runtime("run_async")
+    if not callable(callback):
+        raise TypeError("run_async() takes a zero-argument callable")
+    return runtime._run_call(Call("async", None, lambda meta: runtime.start_branch(callback)))
+
+
+def continue_as_new(*args: Any) -> None:
+    """End this run and start a fresh one (same instance id) with ``args``."""
+    _runtime("continue_as_new").continue_as_new(list(args))

@@ -1,0 +1,190 @@
+"""Child workflows: starting them, telling the parent how they ended, close policies.
+
+Lock order is always parent before child. A closing child never locks its
+parent: it records its outcome on the parent's ``ChildCall`` row and flags (or
+creates) a parent workflow task; that task copies the news into the parent's
+history under the parent's own lock before it replays.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from durable_workflow.engine import commands as c
+from durable_workflow.engine.events import EventType
+from durable_workflow.engine.steps import child_instance_id
+from durable_workflow.executor import dispatch
+from durable_workflow.models import ChildCallStatus, TaskType
+from durable_workflow.store import children, runs, tasks
+from durable_workflow.store.records import RunRecord
+
+Event = tuple[str, dict[str, Any]]
+
+#: Run status of a closed child -> (ChildCall status, parent history event).
+CHILD_OUTCOMES = {
+    "completed": (ChildCallStatus.COMPLETED, EventType.CHILD_RUN_COMPLETED),
+    "failed": (ChildCallStatus.FAILED, EventType.CHILD_RUN_FAILED),
+    "cancelled": (ChildCallStatus.CANCELLED, EventType.CHILD_RUN_CANCELLED),
+    "terminated": (ChildCallStatus.TERMINATED, EventType.CHILD_RUN_TERMINATED),
+}
+_EVENT_OF_STATUS = {status: event for status, event in CHILD_OUTCOMES.values()}
+
+
+def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> list[Event]:
+    from durable_workflow.executor.start import start_workflow
+    from durable_workflow.options import StartOptions
+
+    instance_id = child_instance_id(run.id, command.step)
+    options = command.options
+    started = start_workflow(
+        instance_id=instance_id,
+        workflow_type=command.workflow_type,
+        workflow_class=command.workflow_class,
+        arguments=[],
+        encoded_arguments=command.arguments,
+        payload_codec=run.payload_codec,
+        options=StartOptions(),
+        queue=options.get("queue"),
+        connection=options.get("connection"),
+        source="parent_workflow",
+        parent={
+            "parent_run_id": run.id,
+            "parent_sequence": command.step,
+            "parent_close_policy": options.get("parent_close_policy", "abandon"),
+        },
+    )
+    call = children.create_call(
+        parent_run_id=run.id,
+        sequence=command.step,
+        child_instance_id=instance_id,
+        child_workflow_type=command.workflow_type,
+        child_run_id=started.run_id,
+        parent_close_policy=options.get("parent_close_policy", "abandon"),
+        now=now,
+    )
+    scheduled = {
+        "sequence": command.step,
+        "child_call_id": str(call.id),
+        "child_instance_id": instance_id,
+        "child_workflow_type": command.workflow_type,
+        "child_workflow_class": command.workflow_class,
+        "parent_close_policy": call.parent_close_policy,
+        **(command.group or {}),
+    }
+    run_started = {
+        "sequence": command.step,
+        "child_call_id": str(call.id),
+        "child_workflow_run_id": str(started.run_id),
+    }
+    return [
+        (EventType.CHILD_WORKFLOW_SCHEDULED, scheduled),
+        (EventType.CHILD_RUN_STARTED, run_started),
+    ]
+
+
+def signal_child(run: RunRecord, command: c.SignalChild, *, now: dt.datetime) -> list[Event]:
+    from durable_workflow.codec import envelope
+    from durable_workflow.executor.intake import send_signal
+
+    arguments = envelope.decode(command.arguments, expected_codec=run.payload_codec)
+    outcome = send_signal(
+        command.instance_id, command.signal_name, arguments, source="parent_workflow"
+    )
+    payload = {
+        "sequence": command.step,
+        "result": envelope.encode(None, run.payload_codec),
+        "effect": "child_signal",
+        "child_instance_id": command.instance_id,
+        "signal_name": command.signal_name,
+        "command_id": str(outcome.command_id),
+        "outcome": outcome.outcome,
+    }
+    return [(EventType.SIDE_EFFECT_RECORDED, payload)]
+
+
+def notify_parent(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> None:
+    """A child run closed: leave its outcome where the parent's next task will find it."""
+    if run.parent_run_id is None or run.parent_sequence is None:
+        return
+    status = CHILD_OUTCOMES[run.status][0]
+    children.record_outcome(
+        run.parent_run_id, run.parent_sequence, status=status, outcome=outcome, now=now
+    )
+    wake_parent(run.parent_run_id, now=now)
+
+
+def wake_parent(parent_run_id: uuid.UUID, *, now: dt.datetime) -> None:
+    if children.flag_parent_task(parent_run_id):
+        return
+    parent = runs.get_run(parent_run_id)
+    if parent is None:
+        return
+    task = tasks.create_task(
+        run_id=parent.id,
+        task_type=TaskType.WORKFLOW,
+        available_at=now,
+        queue=parent.queue,
+        connection=parent.connection,
+        payload={"absorb_children": True},
+        now=now,
+    )
+    dispatch.enqueue(task)
+
+
+def report_children(run: RunRecord) -> list[Event]:
+    """Events for child news the parent's history lacks (new child runs, outcomes)."""
+    events: list[Event] = []
+    for call in children.needing_report(run.id):
+        base = {"sequence": call.sequence, "child_call_id": str(call.id)}
+        if call.child_run_id is not None and call.child_run_id != call.reported_run_id:
+            events.append(
+                (
+                    EventType.CHILD_RUN_STARTED,
+                    {**base, "child_workflow_run_id": str(call.child_run_id)},
+                )
+            )
+        closed = call.status not in children.OPEN
+        if closed and call.status in _EVENT_OF_STATUS:
+            payload = {
+                **base,
+                "child_workflow_run_id": str(call.child_run_id),
+                **(call.outcome or {}),
+            }
+            events.append((_EVENT_OF_STATUS[call.status], payload))
+        children.mark_reported(call.id, run_id=call.child_run_id, outcome=closed)
+    return events
+
+
+def apply_close_policies(run: RunRecord, *, now: dt.datetime) -> list[Event]:
+    """The parent is closing: abandon, cancel or terminate each child still open."""
+    from durable_workflow.executor.control import request_cancel, request_terminate
+
+    events: list[Event] = []
+    for call in children.open_calls(run.id):
+        policy = call.parent_close_policy
+        outcome = "abandoned"
+        if policy == "request_cancel":
+            outcome = request_cancel(
+                call.child_instance_id, reason="parent closed", source="parent_close_policy"
+            ).outcome
+        elif policy == "terminate":
+            outcome = request_terminate(
+                call.child_instance_id, reason="parent closed", source="parent_close_policy"
+            ).outcome
+        else:
+            children.set_status(call.id, ChildCallStatus.ABANDONED, now=now)
+        events.append(
+            (
+                EventType.PARENT_CLOSE_POLICY_APPLIED,
+                {
+                    "sequence": call.sequence,
+                    "child_call_id": str(call.id),
+                    "child_instance_id": call.child_instance_id,
+                    "parent_close_policy": policy,
+                    "outcome": outcome,
+                },
+            )
+        )
+    return events

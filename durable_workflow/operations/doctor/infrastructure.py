@@ -1,0 +1,345 @@
+"""Checks of what the engine runs on: database, migrations, Celery, broker, workers, cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.cache import caches
+from django.db import connections, router
+from django.db.migrations.executor import MigrationExecutor
+
+from durable_workflow import clock
+from durable_workflow.conf import get_settings
+from durable_workflow.models import WorkflowRun
+from durable_workflow.operations import queues
+from durable_workflow.operations.doctor.result import (
+    ERROR,
+    OK,
+    WARNING,
+    CheckResult,
+    DoctorContext,
+)
+
+_CLOCK_SKEW_WARNING = 2.0
+_CLOCK_SKEW_ERROR = 30.0
+
+
+def _alias() -> str:
+    return router.db_for_write(WorkflowRun) or "default"
+
+
+def check_database(ctx: DoctorContext) -> CheckResult:
+    alias = _alias()
+    conn = connections[alias]
+    title = "Database reachable"
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:
+        return CheckResult(
+            "database",
+            title,
+            ERROR,
+            f"database {alias!r} ({conn.vendor}) is unreachable: {exc}",
+            "Check DATABASES in settings and that the database server is running.",
+        )
+    details = {"alias": alias, "vendor": conn.vendor}
+    if conn.vendor not in ("sqlite", "postgresql", "mysql") and not (
+        conn.features.has_select_for_update
+    ):
+        return CheckResult(
+            "database",
+            title,
+            ERROR,
+            f"database {alias!r} ({conn.vendor}) has no SELECT ... FOR UPDATE",
+            "Use PostgreSQL (recommended), MySQL/MariaDB or SQLite.",
+            details=details,
+        )
+    message = f"database {alias!r} ({conn.vendor}) answers"
+    if conn.vendor == "sqlite":
+        message += "; SQLite serializes writers, fine for one worker process"
+    return CheckResult("database", title, OK, message, details=details)
+
+
+def _default_plan() -> list[Any]:
+    executor = MigrationExecutor(connections[_alias()])
+    return list(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
+def check_migrations(ctx: DoctorContext) -> CheckResult:
+    plan = ctx.migration_plan() if ctx.migration_plan else _default_plan()
+    pending = [f"{m.app_label}.{m.name}" for m, backwards in plan if not backwards]
+    ours = [name for name in pending if name.startswith("durable_workflow.")]
+    title = "Migrations applied"
+    if ours:
+        return CheckResult(
+            "migrations",
+            title,
+            ERROR,
+            f"{len(ours)} durable_workflow migration(s) not applied: {', '.join(ours)}",
+            "Run `python manage.py migrate` before starting workers.",
+            details={"pending": pending},
+        )
+    if pending:
+        return CheckResult(
+            "migrations",
+            title,
+            WARNING,
+            f"{len(pending)} migration(s) of other apps not applied: {', '.join(pending[:10])}",
+            "Run `python manage.py migrate`.",
+            details={"pending": pending},
+        )
+    return CheckResult("migrations", title, OK, "every migration is applied")
+
+
+def _connections() -> list[str | None]:
+    return [None, *get_settings().CONNECTIONS]
+
+
+def _label(connection: str | None) -> str:
+    return connection or "default"
+
+
+def check_celery_app(ctx: DoctorContext) -> CheckResult:
+    from durable_workflow.transport.celery import TASK_NAMES, celery_app
+
+    title = "Celery app"
+    try:
+        apps = {connection: celery_app(connection) for connection in _connections()}
+    except Exception as exc:
+        return CheckResult(
+            "celery_app",
+            title,
+            ERROR,
+            f"the Celery app cannot be loaded: {exc}",
+            "Set DURABLE_WORKFLOW['CELERY_APP'] (and CONNECTIONS) to importable Celery apps.",
+        )
+    problems: list[str] = []
+    for connection, app in apps.items():
+        name = _label(connection)
+        if connection is None and app.main is None and not get_settings().CELERY_APP:
+            problems.append("no Celery app is configured; Celery's default app would be used")
+        if app.conf.task_always_eager:
+            problems.append(f"{name}: task_always_eager bypasses on-commit publishing and routing")
+        pool = str(app.conf.worker_pool or "")
+        if pool in ("gevent", "eventlet"):
+            problems.append(
+                f"{name}: the {pool} pool monkey-patches greenlets; use prefork or solo"
+            )
+        missing = sorted(set(TASK_NAMES.values()) - set(app.tasks))
+        if missing:
+            problems.append(f"{name}: tasks not registered: {', '.join(missing)}")
+    details = {"apps": {_label(c): str(app.main) for c, app in apps.items()}}
+    if problems:
+        return CheckResult(
+            "celery_app",
+            title,
+            WARNING,
+            "; ".join(problems),
+            "Fix the Celery app configuration; `app.autodiscover_tasks()` registers the tasks.",
+            details=details,
+        )
+    return CheckResult("celery_app", title, OK, "the Celery app loads", details=details)
+
+
+def probe_broker(connection: str | None, timeout: float) -> tuple[str, str | None]:
+    """(broker URI with the password masked, error text or ``None``)."""
+    from durable_workflow.transport.celery import celery_app
+
+    conn = celery_app(connection).connection_for_write(connect_timeout=timeout)
+    uri = conn.as_uri()
+    try:
+        conn.ensure_connection(
+            max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2, timeout=timeout
+        )
+    except Exception as exc:
+        return uri, f"{type(exc).__name__}: {exc}"
+    finally:
+        conn.release()
+    return uri, None
+
+
+def check_broker(ctx: DoctorContext) -> CheckResult:
+    title = "Broker reachable"
+    failures, brokers = [], {}
+    for connection in _connections():
+        try:
+            uri, error = probe_broker(connection, ctx.broker_timeout)
+        except Exception as exc:  # an unloadable app: reported by celery_app
+            uri, error = "?", str(exc)
+        brokers[_label(connection)] = {"url": uri, "reachable": error is None}
+        if error:
+            failures.append(f"{_label(connection)} ({uri}): {error}")
+    if failures:
+        return CheckResult(
+            "broker",
+            title,
+            ERROR,
+            "broker unreachable: " + "; ".join(failures),
+            "Start the broker, or fix broker_url of the Celery app. Nothing runs without it; "
+            "work accepted meanwhile stays in the database and the repair pass re-sends it.",
+            details={"brokers": brokers},
+        )
+    return CheckResult("broker", title, OK, "every broker answers", details={"brokers": brokers})
+
+
+def _active_queues(ctx: DoctorContext, connection: str | None) -> dict[str, list[dict[str, Any]]]:
+    from durable_workflow.transport.celery import celery_app
+
+    if ctx.active_queues is not None:
+        return ctx.active_queues(connection) or {}
+    inspector = celery_app(connection).control.inspect(timeout=ctx.inspect_timeout)
+    return inspector.active_queues() or {}
+
+
+def check_workers(ctx: DoctorContext) -> CheckResult:
+    title = "Workers consume every queue"
+    broker = ctx.results.get("broker")
+    unreachable = {
+        name
+        for name, info in ((broker.details.get("brokers") if broker else None) or {}).items()
+        if not info.get("reachable")
+    }
+    configured, busy = queues.configured_scopes(), queues.open_task_scopes()
+    consumers: dict[str, list[str]] = {}
+    idle, stalled, skipped = [], [], []
+    for connection, wanted in queues.by_connection(configured | busy).items():
+        if _label(connection) in unreachable:
+            skipped.append(_label(connection))
+            continue
+        active = _active_queues(ctx, connection)
+        served = {q["name"] for worker_queues in active.values() for q in worker_queues}
+        for worker, worker_queues in active.items():
+            consumers[worker] = sorted(q["name"] for q in worker_queues)
+        for queue in wanted:
+            if queue in served:
+                continue
+            scope = f"{queue}" if connection is None else f"{connection}:{queue}"
+            (stalled if (connection, queue) in busy else idle).append(scope)
+    details = {"workers": consumers, "no_consumer": sorted(stalled + idle), "skipped": skipped}
+    start = "Start a worker for it: `celery -A <project> worker -Q <queue>[,<queue>...]`."
+    if stalled:
+        return CheckResult(
+            "workers",
+            title,
+            ERROR,
+            f"open tasks wait on queue(s) no worker consumes: {', '.join(sorted(stalled))}",
+            start,
+            details=details,
+        )
+    if idle:
+        return CheckResult(
+            "workers",
+            title,
+            WARNING,
+            f"no worker consumes configured queue(s): {', '.join(sorted(idle))}",
+            start,
+            details=details,
+        )
+    if skipped:
+        return CheckResult(
+            "workers",
+            title,
+            WARNING,
+            f"not checked for {', '.join(skipped)}: the broker is unreachable",
+            "Fix the broker first.",
+            details=details,
+        )
+    if connections[_alias()].vendor == "sqlite" and len(consumers) > 1:
+        return CheckResult(
+            "workers",
+            title,
+            WARNING,
+            f"{len(consumers)} workers share one SQLite database; writers will queue up",
+            "Use PostgreSQL for more than one worker process.",
+            details=details,
+        )
+    return CheckResult(
+        "workers", title, OK, f"{len(consumers)} worker(s) cover every queue", details=details
+    )
+
+
+def check_cache_locks(ctx: DoctorContext) -> CheckResult:
+    title = "Cache supports locks"
+    backend = django_settings.CACHES.get("default", {}).get("BACKEND", "")
+    cache = caches["default"]
+    details = {"backend": backend}
+    key = "durable_workflow:doctor"
+    try:
+        if hasattr(cache, "lock"):  # django-redis
+            lock = cache.lock(key, timeout=5)
+            if lock.acquire(blocking=False):
+                lock.release()
+            return CheckResult(
+                "cache_locks", title, OK, "the cache provides distributed locks", details=details
+            )
+        if "dummy" in backend.lower():
+            return CheckResult(
+                "cache_locks",
+                title,
+                ERROR,
+                "the default cache is DummyCache: it cannot hold a lock",
+                "Configure django-redis as the default cache.",
+                details=details,
+            )
+        cache.add(key, 1, timeout=5)
+        cache.delete(key)
+    except Exception as exc:
+        return CheckResult(
+            "cache_locks",
+            title,
+            ERROR,
+            f"the default cache is unreachable: {exc}",
+            "Start the cache server or fix CACHES['default'].",
+            details=details,
+        )
+    if "locmem" in backend.lower() or "filebased" in backend.lower():
+        return CheckResult(
+            "cache_locks",
+            title,
+            WARNING,
+            "the default cache is process-local: singleton locks only hold within one process",
+            "Use django-redis when workers run on several machines.",
+            details=details,
+        )
+    return CheckResult("cache_locks", title, OK, "the cache offers an atomic add", details=details)
+
+
+def _database_now() -> dt.datetime:
+    conn = connections[_alias()]
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            cursor.execute("SELECT clock_timestamp()")
+        elif conn.vendor == "sqlite":
+            cursor.execute("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")
+        elif conn.vendor == "mysql":
+            cursor.execute("SELECT UTC_TIMESTAMP(6)")
+        else:
+            raise NotImplementedError(conn.vendor)
+        value = cursor.fetchone()[0]
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value
+
+
+def check_clock_skew(ctx: DoctorContext) -> CheckResult:
+    title = "Clock agrees with the database"
+    try:
+        before = clock.now()
+        db_now = _database_now()
+        after = clock.now()
+    except NotImplementedError as exc:
+        return CheckResult("clock_skew", title, OK, f"not measured on {exc}")
+    skew = (db_now - (before + (after - before) / 2)).total_seconds()
+    details = {"skew_seconds": round(skew, 3), "database_now": db_now.isoformat()}
+    message = f"this process and the database differ by {skew:+.3f} s"
+    step = "Run NTP (chrony, systemd-timesyncd) on every worker and database host."
+    if abs(skew) >= _CLOCK_SKEW_ERROR:
+        return CheckResult("clock_skew", title, ERROR, message, step, details=details)
+    if abs(skew) >= _CLOCK_SKEW_WARNING:
+        return CheckResult("clock_skew", title, WARNING, message, step, details=details)
+    return CheckResult("clock_skew", title, OK, message, details=details)

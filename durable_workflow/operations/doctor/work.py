@@ -1,0 +1,179 @@
+"""Checks of the durable work itself: stuck tasks, expired leases, overdue timers, lost runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import Count, Min, Q
+
+from durable_workflow.conf import get_settings
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    RunStatus,
+    Task,
+    TaskStatus,
+    Timer,
+    TimerStatus,
+)
+from durable_workflow.operations.doctor.result import (
+    ERROR,
+    OK,
+    WARNING,
+    CheckResult,
+    DoctorContext,
+)
+from durable_workflow.operations.queries import (
+    open_runs,
+    runs_missing_their_task,
+    runs_stopped_on_failed_task,
+)
+
+REPAIR = (
+    "Make sure the repair pass runs (the Celery beat entry, or "
+    "`python manage.py workflow_repair --loop`) and that a worker consumes the queue."
+)
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _age(ctx: DoctorContext, since: dt.datetime | None) -> float:
+    return round((ctx.now - since).total_seconds(), 3) if since else 0.0
+
+
+def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
+    threshold = ctx.stuck_threshold()
+    stuck = Task.objects.filter(
+        status=TaskStatus.READY, available_at__lte=ctx.now - dt.timedelta(seconds=threshold)
+    )
+    summary = stuck.aggregate(count=Count("id"), oldest=Min("available_at"))
+    title = "No ready task left unclaimed"
+    if not summary["count"]:
+        return CheckResult(
+            "stuck_tasks", title, OK, f"no ready task has waited more than {threshold:.0f} s"
+        )
+    per_queue = {
+        f"{row['connection'] or 'default'}:{row['queue'] or 'default'}": row["n"]
+        for row in stuck.values("connection", "queue").annotate(n=Count("id")).order_by("-n")[:20]
+    }
+    return CheckResult(
+        "stuck_tasks",
+        title,
+        WARNING,
+        f"{summary['count']} ready task(s) due for more than {threshold:.0f} s and not claimed "
+        f"(oldest due {_age(ctx, summary['oldest']):.0f} s ago)",
+        REPAIR,
+        details={
+            "count": summary["count"],
+            "threshold_seconds": threshold,
+            "oldest_due_at": _iso(summary["oldest"]),
+            "by_queue": per_queue,
+        },
+    )
+
+
+def check_expired_leases(ctx: DoctorContext) -> CheckResult:
+    grace = 2 * get_settings().REPAIR_INTERVAL_SECONDS + 1
+    expired = Task.objects.filter(
+        status=TaskStatus.LEASED, lease_expires_at__lt=ctx.now - dt.timedelta(seconds=grace)
+    )
+    summary = expired.aggregate(count=Count("id"), oldest=Min("lease_expires_at"))
+    title = "No expired lease left behind"
+    if not summary["count"]:
+        return CheckResult("expired_leases", title, OK, "no lease is overdue for reclaiming")
+    return CheckResult(
+        "expired_leases",
+        title,
+        WARNING,
+        f"{summary['count']} task lease(s) expired and were not reclaimed "
+        f"(oldest expired {_age(ctx, summary['oldest']):.0f} s ago)",
+        REPAIR,
+        details={"count": summary["count"], "oldest_expired_at": _iso(summary["oldest"])},
+    )
+
+
+def check_overdue_timers(ctx: DoctorContext) -> CheckResult:
+    threshold = ctx.stuck_threshold()
+    overdue = Timer.objects.filter(
+        status=TimerStatus.PENDING,
+        fire_at__lte=ctx.now - dt.timedelta(seconds=threshold),
+        run__status__in=[s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES],
+    )
+    summary = overdue.aggregate(count=Count("id"), oldest=Min("fire_at"))
+    title = "Timers fire on time"
+    if not summary["count"]:
+        return CheckResult("overdue_timers", title, OK, "no timer is overdue")
+    return CheckResult(
+        "overdue_timers",
+        title,
+        WARNING,
+        f"{summary['count']} timer(s) should have fired more than {threshold:.0f} s ago "
+        f"(oldest due {_age(ctx, summary['oldest']):.0f} s ago)",
+        REPAIR,
+        details={"count": summary["count"], "oldest_fire_at": _iso(summary["oldest"])},
+    )
+
+
+def check_run_deadlines(ctx: DoctorContext) -> CheckResult:
+    threshold = ctx.stuck_threshold()
+    cutoff = ctx.now - dt.timedelta(seconds=threshold)
+    late = open_runs().filter(Q(run_deadline_at__lt=cutoff) | Q(execution_deadline_at__lt=cutoff))
+    count = late.count()
+    title = "Open runs are within their deadlines"
+    if not count:
+        return CheckResult("run_deadlines", title, OK, "no open run is past its deadline")
+    sample = [str(i) for i in late.values_list("instance_id", flat=True)[:10]]
+    return CheckResult(
+        "run_deadlines",
+        title,
+        WARNING,
+        f"{count} open run(s) are past their run or execution deadline (e.g. {', '.join(sample)})",
+        "A workflow task closes them as timed out; run `python manage.py workflow_repair "
+        "--instance-id <id>` for each one if nothing happens.",
+        details={"count": count, "instances": sample},
+    )
+
+
+def check_resume_paths(ctx: DoctorContext) -> CheckResult:
+    """Open runs that cannot move on by themselves: a failed or a lost workflow task."""
+    failed = [
+        str(i) for i in runs_stopped_on_failed_task().values_list("instance_id", flat=True)[:50]
+    ]
+    lost = [str(i) for i in runs_missing_their_task().values_list("instance_id", flat=True)[:50]]
+    title = "Every open run has a way to resume"
+    if not failed and not lost:
+        return CheckResult("durable_resume_paths", title, OK, "no open run needs repair")
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} run(s) stopped on a failed workflow task")
+    if lost:
+        parts.append(f"{len(lost)} pending run(s) have no task at all")
+    return CheckResult(
+        "durable_resume_paths",
+        title,
+        ERROR if failed else WARNING,
+        "; ".join(parts),
+        "Read the failure on the run's admin page, fix and deploy the code, then "
+        "`python manage.py workflow_repair --instance-id <id>` (or the admin's repair action).",
+        details={"failed_workflow_task": failed, "missing_task": lost},
+    )
+
+
+def check_history_budget(ctx: DoctorContext) -> CheckResult:
+    events, size = 10_000, 5 * 1024 * 1024
+    heavy = open_runs().filter(Q(next_sequence__gt=events) | Q(history_size_bytes__gte=size))
+    count = heavy.count()
+    title = "Histories stay within budget"
+    if not count:
+        return CheckResult("history_budget", title, OK, "no open run has an oversized history")
+    sample = [str(i) for i in heavy.values_list("instance_id", flat=True)[:10]]
+    return CheckResult(
+        "history_budget",
+        title,
+        WARNING,
+        f"{count} open run(s) have more than {events} events or {size} bytes of history",
+        "Call `dw.continue_as_new(...)` from long-lived workflows when "
+        "`self.should_continue_as_new()` says so.",
+        details={"count": count, "instances": sample},
+    )

@@ -1,0 +1,93 @@
+"""Read-only questions about runs and tasks that several operator tools ask."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet, Subquery
+
+from durable_workflow.conf import get_settings
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    RunStatus,
+    Task,
+    TaskStatus,
+    TaskType,
+    WorkflowRun,
+)
+
+OPEN_TASK = (TaskStatus.READY, TaskStatus.LEASED)
+
+
+def open_runs() -> QuerySet[WorkflowRun]:
+    return WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
+
+
+def _with_last_workflow_task() -> QuerySet[WorkflowRun]:
+    latest = Task.objects.filter(run=OuterRef("pk"), task_type=TaskType.WORKFLOW).order_by(
+        "-created_at"
+    )
+    return open_runs().annotate(last_workflow_task=Subquery(latest.values("status")[:1]))
+
+
+def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
+    """Open runs whose latest workflow task failed (replay error): they wait for repair."""
+    return _with_last_workflow_task().filter(last_workflow_task=TaskStatus.FAILED)
+
+
+def runs_missing_their_task() -> QuerySet[WorkflowRun]:
+    """Pending runs with no open task at all: the task row was lost."""
+    open_task = Task.objects.filter(run=OuterRef("pk"), status__in=OPEN_TASK)
+    return (
+        _with_last_workflow_task()
+        .filter(status=RunStatus.PENDING)
+        .filter(~Exists(open_task))
+        .filter(Q(last_workflow_task__isnull=True) | ~Q(last_workflow_task=TaskStatus.FAILED))
+    )
+
+
+def dispatch_overdue_filter(now: dt.datetime) -> Q:
+    """Ready, due tasks whose last message is older than the re-send threshold."""
+    cutoff = now - dt.timedelta(seconds=get_settings().REDISPATCH_AFTER_SECONDS)
+    return Q(status=TaskStatus.READY, available_at__lte=cutoff) & (
+        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff)
+    )
+
+
+def age_ms(now: dt.datetime, since: dt.datetime | None) -> int | None:
+    return int((now - since).total_seconds() * 1000) if since else None
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def queue_rows(now: dt.datetime) -> list[dict[str, Any]]:
+    """Per (connection, queue, task type): ready, delayed, leased, expired, overdue, flow."""
+    minute_ago = now - dt.timedelta(minutes=1)
+    ready = Q(status=TaskStatus.READY, available_at__lte=now)
+    expired = Q(status=TaskStatus.LEASED, lease_expires_at__lt=now)
+    overdue = dispatch_overdue_filter(now)
+    return list(
+        Task.objects.filter(
+            Q(status__in=OPEN_TASK)
+            | Q(created_at__gte=minute_ago)
+            | Q(last_dispatched_at__gte=minute_ago)
+        )
+        .values("connection", "queue", "task_type")
+        .annotate(
+            ready=Count("id", filter=ready),
+            delayed=Count("id", filter=Q(status=TaskStatus.READY, available_at__gt=now)),
+            leased=Count("id", filter=Q(status=TaskStatus.LEASED)),
+            expired_leases=Count("id", filter=expired),
+            dispatch_overdue=Count("id", filter=overdue),
+            added_last_minute=Count("id", filter=Q(created_at__gte=minute_ago)),
+            dispatched_last_minute=Count("id", filter=Q(last_dispatched_at__gte=minute_ago)),
+            oldest_ready=Min("available_at", filter=ready),
+            oldest_expired=Min("lease_expires_at", filter=expired),
+            oldest_overdue=Min("available_at", filter=overdue),
+            newest=Max("created_at"),
+        )
+        .order_by("connection", "queue", "task_type")
+    )

@@ -1,0 +1,337 @@
+"""``workflow_doctor``: every check driven into its failure state, JSON checked by its schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import time
+import types
+
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+from durable_workflow import clock, executor
+from durable_workflow.models import Task, WorkflowRun
+from durable_workflow.operations import schemas
+from durable_workflow.operations.doctor import DoctorContext, report, run_checks
+from durable_workflow.store import tasks as task_store
+from tests.conftest import require_service
+from tests.integration.helpers import start
+from tests.testapp import workflows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def no_workers(connection):
+    return {}
+
+
+def doctor(**overrides) -> dict:
+    """Run every check (no real worker inspection unless asked) and validate the report."""
+    overrides.setdefault("active_queues", no_workers)
+    ctx = DoctorContext(**overrides)
+    document = report(run_checks(ctx), now=ctx.now)
+    schemas.validate(document, schemas.DOCTOR)
+    return document
+
+
+def check(document: dict, check_id: str) -> dict:
+    return next(c for c in document["checks"] if c["id"] == check_id)
+
+
+def run_command(*args: str) -> tuple[dict, int]:
+    out = io.StringIO()
+    code = 0
+    try:
+        call_command("workflow_doctor", "--json", *args, stdout=out)
+    except CommandError as exc:
+        code = exc.returncode
+    document = json.loads(out.getvalue())
+    schemas.validate(document, schemas.DOCTOR)
+    return document, code
+
+
+def run_next(stub, task_type: str) -> str:
+    task = Task.objects.filter(run_id=stub.run_id(), task_type=task_type, status="ready").first()
+    runner = {"workflow": executor.run_workflow_task, "activity": executor.run_activity_task}
+    return runner[task_type](task.id)
+
+
+def fail_a_workflow_task(instance_id: str, monkeypatch):
+    """Record two steps, then change the code under the run: its next workflow task fails."""
+    stub = start("tests.sequential", instance_id, "ada")
+    for kind in ("workflow", "activity", "workflow", "activity"):
+        assert run_next(stub, kind) == "completed"
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)
+    assert run_next(stub, "workflow") == "failed"
+    return stub
+
+
+@pytest.fixture
+def redis():
+    require_service("Redis", "127.0.0.1", 6379)
+
+
+@pytest.fixture
+def broker_down(monkeypatch):
+    from tests.celery_app import app
+
+    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
+
+
+def test_healthy_installation_passes_and_reports_topology(redis):
+    document, code = run_command()
+    assert code == 0
+    assert document["status"] == "warning"  # no worker runs during the test; locmem cache
+    assert {c["id"] for c in document["checks"]} >= {
+        "database",
+        "migrations",
+        "celery_app",
+        "broker",
+        "workers",
+        "cache_locks",
+        "clock_skew",
+        "stuck_tasks",
+        "expired_leases",
+        "overdue_timers",
+        "run_deadlines",
+        "durable_resume_paths",
+        "unregistered_types",
+        "structural_limits",
+    }
+    for check_id in ("database", "migrations", "broker", "clock_skew", "stuck_tasks"):
+        assert check(document, check_id)["status"] == "ok", check_id
+    assert document["topology"]["current_shape"] == "embedded"
+    assert document["topology"]["matching_role"]["backpressure_model"] == "lease_ownership"
+
+
+def test_strict_fails_on_warnings(redis):
+    _, code = run_command("--strict")
+    assert code == 1
+
+
+def test_human_output_names_the_next_step(broker_down):
+    out = io.StringIO()
+    with pytest.raises(CommandError) as excinfo:
+        call_command("workflow_doctor", stdout=out)
+    assert excinfo.value.returncode == 1
+    text = out.getvalue()
+    assert "✗ Broker reachable: broker unreachable" in text
+    assert "→ Start the broker" in text
+    assert "✓ Database reachable" in text
+    assert "error(s)" in text
+
+
+def test_broker_down(broker_down):
+    document, code = run_command()
+    assert code == 1
+    broker = check(document, "broker")
+    assert broker["status"] == "error"
+    assert "127.0.0.1:1" in broker["message"]
+    assert broker["details"]["brokers"]["default"]["reachable"] is False
+    workers = check(document, "workers")
+    assert workers["status"] == "warning"
+    assert "broker is unreachable" in workers["message"]
+
+
+def test_missing_migration():
+    fake = types.SimpleNamespace(app_label="durable_workflow", name="0099_future")
+    document = doctor(migration_plan=lambda: [(fake, False)])
+    migrations = check(document, "migrations")
+    assert migrations["status"] == "error"
+    assert "durable_workflow.0099_future" in migrations["message"]
+    assert "migrate" in migrations["next_step"]
+    assert check(document, "stuck_tasks")["message"].startswith("not checked")
+    other = types.SimpleNamespace(app_label="otherapp", name="0002_more")
+    assert check(doctor(migration_plan=lambda: [(other, False)]), "migrations")["status"] == (
+        "warning"
+    )
+
+
+def test_missing_migration_on_the_real_plan(monkeypatch):
+    from django.db.migrations.executor import MigrationExecutor
+
+    real = MigrationExecutor.migration_plan
+
+    def plan_with_0001_unapplied(self, targets, clean_start=False):
+        loader_node = self.loader.graph.nodes[("durable_workflow", "0001_initial")]
+        return [(loader_node, False), *real(self, targets, clean_start)]
+
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", plan_with_0001_unapplied)
+    document, code = run_command()
+    assert code == 1
+    assert "durable_workflow.0001_initial" in check(document, "migrations")["message"]
+
+
+def test_stuck_ready_task(inline):
+    start("tests.sequential", "doctor-stuck", "ada")
+    assert check(doctor(), "stuck_tasks")["status"] == "ok"  # just created
+    clock.advance(dt.timedelta(hours=1))
+    stuck = check(doctor(), "stuck_tasks")
+    assert stuck["status"] == "warning"
+    assert stuck["details"]["count"] == 1
+    assert "repair pass" in stuck["next_step"]
+    assert check(doctor(stuck_after_seconds=7200), "stuck_tasks")["status"] == "ok"
+
+
+def test_stuck_task_fails_strict_command(inline, redis):
+    start("tests.sequential", "doctor-stuck-cli", "ada")
+    clock.advance(dt.timedelta(hours=1))
+    document, code = run_command("--strict", "--stuck-after", "60")
+    assert code == 1
+    assert check(document, "stuck_tasks")["status"] == "warning"
+
+
+def test_overdue_timer_and_expired_lease(inline):
+    stub = start("tests.sleeper", "doctor-timer", 10)
+    inline.run()  # the timer is scheduled, its task waits for fire_at
+    clock.advance(dt.timedelta(hours=1))
+    document = doctor()
+    assert check(document, "overdue_timers")["status"] == "warning"
+    timer_task = Task.objects.get(run_id=stub.run_id(), task_type="timer")
+    record = task_store.get(timer_task.id)
+    assert task_store.claim(record, owner="gone-worker", now=clock.now(), lease_seconds=5)
+    clock.advance(dt.timedelta(minutes=5))
+    expired = check(doctor(), "expired_leases")
+    assert expired["status"] == "warning"
+    assert expired["details"]["count"] == 1
+
+
+def test_failed_workflow_task_needs_repair(inline, monkeypatch):
+    fail_a_workflow_task("doctor-nd", monkeypatch)
+    resume = check(doctor(), "durable_resume_paths")
+    assert resume["status"] == "error"
+    assert resume["details"]["failed_workflow_task"] == ["doctor-nd"]
+    assert "workflow_repair" in resume["next_step"]
+
+
+def test_lost_task_is_reported(inline):
+    stub = start("tests.sequential", "doctor-lost", "ada")
+    Task.objects.filter(run_id=stub.run_id()).delete()
+    resume = check(doctor(), "durable_resume_paths")
+    assert resume["status"] == "warning"
+    assert resume["details"]["missing_task"] == ["doctor-lost"]
+
+
+def test_unregistered_type_and_past_deadline(inline):
+    stub = start("tests.sequential", "doctor-type", "ada")
+    WorkflowRun.objects.filter(id=stub.run_id()).update(
+        workflow_type="renamed.away", run_deadline_at=clock.now() - dt.timedelta(hours=2)
+    )
+    document = doctor()
+    types_check = check(document, "unregistered_types")
+    assert types_check["status"] == "error"
+    assert types_check["details"]["workflow_types"] == ["renamed.away"]
+    assert check(document, "run_deadlines")["status"] == "warning"
+
+
+def test_no_worker_on_a_queue(inline):
+    start("tests.sequential", "doctor-queue", "ada")
+    Task.objects.update(queue="payments")
+    seen = {"w1@host": [{"name": "celery"}]}
+    workers = check(doctor(active_queues=lambda connection: seen), "workers")
+    assert workers["status"] == "error", (workers["message"], workers["details"])
+    assert "payments" in workers["message"]
+    assert workers["details"]["workers"] == {"w1@host": ["celery"]}
+    seen["w1@host"].append({"name": "payments"})
+    assert check(doctor(active_queues=lambda connection: seen), "workers")["status"] == "ok"
+    idle = check(doctor(), "workers")
+    assert idle["status"] == "error"  # nobody at all, and work waits
+
+
+def test_no_worker_on_a_queue_with_a_real_worker(redis, inline):
+    from celery.contrib.testing.worker import start_worker
+
+    from tests.celery_app import app
+
+    config = {**settings.DURABLE_WORKFLOW, "DEFAULT_QUEUE": "dw-doctor-served"}
+    with override_settings(DURABLE_WORKFLOW=config):
+        start("tests.sequential", "doctor-real-queue", "ada")
+        with start_worker(
+            app,
+            queues=["dw-doctor-served"],
+            pool="solo",
+            perform_ping_check=False,
+            shutdown_timeout=10,
+            loglevel="WARNING",
+        ):
+            deadline = time.monotonic() + 15
+            while not app.control.inspect(timeout=1).active_queues():
+                assert time.monotonic() < deadline, "the test worker never answered"
+            served = check(doctor(active_queues=None, inspect_timeout=2), "workers")
+            Task.objects.update(queue="dw-doctor-orphan")
+            orphan = check(doctor(active_queues=None, inspect_timeout=2), "workers")
+    assert served["status"] == "ok", (served["message"], served["details"])
+    assert orphan["status"] == "error"
+    assert orphan["details"]["no_consumer"] == ["dw-doctor-orphan"]
+
+
+def test_clock_skew():
+    assert check(doctor(), "clock_skew")["status"] == "ok"
+    clock.advance(dt.timedelta(seconds=5))
+    assert check(doctor(), "clock_skew")["status"] == "warning"
+    clock.advance(dt.timedelta(minutes=5))
+    skew = check(doctor(), "clock_skew")
+    assert skew["status"] == "error"
+    assert abs(skew["details"]["skew_seconds"]) > 300
+
+
+def test_cache_without_locks_and_with_django_redis(redis):
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    ):
+        assert check(doctor(), "cache_locks")["status"] == "error"
+    redis_cache = {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": "redis://127.0.0.1:6379/14",
+    }
+    with override_settings(CACHES={"default": redis_cache}):
+        assert check(doctor(), "cache_locks")["status"] == "ok"
+    dead = {**redis_cache, "LOCATION": "redis://127.0.0.1:1/0"}
+    with override_settings(CACHES={"default": dead}):
+        assert check(doctor(), "cache_locks")["status"] == "error"
+
+
+def test_configuration_warnings():
+    from tests.celery_app import app
+
+    config = {
+        **settings.DURABLE_WORKFLOW,
+        "PAYLOAD_CODEC": "json",
+        "STRUCTURAL_LIMITS": {"payload_size": 0},
+    }
+    app.conf.task_always_eager = True
+    try:
+        with override_settings(DURABLE_WORKFLOW=config):
+            document = doctor()
+    finally:
+        app.conf.task_always_eager = False
+    assert check(document, "celery_app")["status"] == "warning"
+    assert check(document, "payload_codec")["status"] == "warning"
+    limits = check(document, "structural_limits")
+    assert limits["status"] == "warning"
+    assert limits["details"]["disabled"] == ["payload_size"]
+    with override_settings(DURABLE_WORKFLOW={"NOT_A_KEY": 1}):
+        broken = doctor()
+    assert check(broken, "settings")["status"] == "error"
+    assert check(broken, "celery_app")["message"].startswith("not checked")
+
+
+def test_a_crashing_check_becomes_an_error(monkeypatch):
+    from durable_workflow.operations.doctor import work
+
+    def boom(ctx):
+        raise RuntimeError("kaput")
+
+    boom.__name__ = "check_history_budget"
+    monkeypatch.setattr(
+        "durable_workflow.operations.doctor.CHECKS",
+        [(boom, ())],
+    )
+    results = run_checks(DoctorContext())
+    assert results[0].status == "error"
+    assert "kaput" in results[0].message
+    assert work  # the real module stays importable

@@ -1,0 +1,78 @@
+"""``manage.py workflow_replay``: replay exported histories against the current code."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from durable_workflow.operations.export import ExportError
+from durable_workflow.operations.replay import (
+    ReplayResult,
+    bundle_files,
+    replay_file,
+    replay_instance,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay history export bundles (files, or every *.json in a folder) or stored "
+        "instances against the deployed workflow code; exit 1 on any non-determinism."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "targets", nargs="+", help="bundle file, folder of bundles, or workflow instance id"
+        )
+        parser.add_argument("--run-id", default=None, help="with an instance id: that run")
+        parser.add_argument("--json", action="store_true", help="print one JSON report")
+        parser.add_argument(
+            "--no-verify", action="store_true", help="skip the bundle integrity check"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        results: list[ReplayResult] = []
+        for target in options["targets"]:
+            path = pathlib.Path(target)
+            if path.exists():
+                found = list(bundle_files(path))
+                if not found:
+                    raise CommandError(f"no *.json bundle under {path}")
+                results += [replay_file(f, verify=not options["no_verify"]) for f in found]
+                continue
+            try:
+                results.append(replay_instance(target, run_id=options["run_id"]))
+            except ExportError as exc:
+                raise CommandError(
+                    f"{target}: not a file, a folder or an instance ({exc})"
+                ) from None
+        failed = [r for r in results if not r.ok]
+        if options["json"]:
+            report = {
+                "replayed": len(results),
+                "failed": len(failed),
+                "results": [r.as_dict() for r in results],
+            }
+            self.stdout.write(json.dumps(report, indent=2))
+        else:
+            for result in results:
+                self._print(result)
+            self.stdout.write(f"\n{len(results) - len(failed)} of {len(results)} replayed cleanly")
+        if failed:
+            raise CommandError(f"{len(failed)} of {len(results)} replays failed", returncode=1)
+
+    def _print(self, result: ReplayResult) -> None:
+        where = f"{result.source} ({result.instance_id} run {result.run_id})"
+        if result.ok:
+            self.stdout.write(self.style.SUCCESS("ok ") + f"{where}: {result.message}")
+            return
+        label = "NON-DETERMINISTIC " if result.status == "nondeterministic" else "ERROR "
+        self.stdout.write(self.style.ERROR(label) + where)
+        if result.status == "nondeterministic":
+            self.stdout.write(f"    step:      {result.step}")
+            self.stdout.write(f"    recorded:  {result.recorded or 'nothing'}")
+            self.stdout.write(f"    requested: {result.requested or 'nothing'}")
+        self.stdout.write(f"    {result.message}")

@@ -1,0 +1,431 @@
+"""History export: one run's durable facts as a self-checking JSON bundle.
+
+The bundle (schema ``durable-workflow.v2.history-export``, version 1) carries
+the history log plus the rows around it (commands, signals, updates,
+activities and attempts, timers, tasks, failures, lineage), redaction metadata
+and an ``integrity`` block. It is the input of ``workflow_replay`` and an
+archive artifact; ``durable_workflow/schemas/history-export.schema.json``
+describes it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from durable_workflow import clock
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    ActivityExecution,
+    ChildCall,
+    HistoryEvent,
+    Task,
+    Timer,
+    WorkflowCommand,
+    WorkflowFailure,
+    WorkflowInstance,
+    WorkflowRun,
+    WorkflowSignal,
+    WorkflowUpdate,
+)
+from durable_workflow.operations import integrity
+from durable_workflow.operations.redaction import Redaction
+
+SCHEMA = "durable-workflow.v2.history-export"
+SCHEMA_VERSION = 1
+ACTIONABILITY_CONTRACT = {"schema": "waterline.actionability", "version": 1}
+SIGNING_KEY_ENV = "DW_V2_HISTORY_EXPORT_SIGNING_KEY"
+SIGNING_KEY_ID_ENV = "DW_V2_HISTORY_EXPORT_SIGNING_KEY_ID"
+
+
+class ExportError(LookupError):
+    """The instance or run to export does not exist."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def _row(obj: Any, fields: Iterable[str]) -> dict[str, Any]:
+    return {name: _plain(getattr(obj, name)) for name in fields}
+
+
+def select_run(instance_id: str, run_id: str | None = None) -> WorkflowRun:
+    """The run to export: ``run_id`` (which must belong to the instance) or the current one."""
+    if not WorkflowInstance.objects.filter(instance_id=instance_id).exists():
+        raise ExportError(f"no workflow instance {instance_id!r}")
+    runs = WorkflowRun.objects.select_related("instance").filter(instance_id=instance_id)
+    if run_id:
+        try:
+            run = runs.filter(id=uuid.UUID(str(run_id))).first()
+        except ValueError:
+            run = None
+        if run is None:
+            raise ExportError(f"instance {instance_id!r} has no run {run_id!r}")
+        return run
+    run = runs.order_by("-run_number").first()
+    if run is None:
+        raise ExportError(f"workflow instance {instance_id!r} has not started")
+    return run
+
+
+_RUN_FIELDS = (
+    "run_number",
+    "status",
+    "closed_reason",
+    "payload_codec",
+    "queue",
+    "connection",
+    "business_key",
+    "labels",
+    "memo",
+    "search_attributes",
+    "execution_timeout_seconds",
+    "run_timeout_seconds",
+    "execution_deadline_at",
+    "run_deadline_at",
+    "workflow_task_sequence",
+    "history_size_bytes",
+    "cancel_requested_at",
+    "started_at",
+    "closed_at",
+    "last_progress_at",
+    "created_at",
+)
+
+
+def _workflow_block(run: WorkflowRun) -> dict[str, Any]:
+    instance = run.instance
+    return {
+        "instance_id": instance.instance_id,
+        "workflow_type": run.workflow_type,
+        "workflow_class": run.workflow_class,
+        "business_key": instance.business_key,
+        "instance_status": instance.status,
+        "current_run_id": _plain(instance.current_run_id),
+        "run_count": instance.run_count,
+        "created_at": _plain(instance.created_at),
+        "source_runtime": "embedded",
+    }
+
+
+def _selected_run(run: WorkflowRun, redact: Redaction) -> dict[str, Any]:
+    block = {"run_id": str(run.id), **_row(run, _RUN_FIELDS)}
+    block["is_current"] = run.instance.current_run_id == run.id
+    block["history_event_count"] = run.history_event_count
+    block["parent_run_id"] = _plain(run.parent_run_id)
+    block["parent_sequence"] = run.parent_sequence
+    block["continued_from_run_id"] = _plain(run.continued_from_id)
+    block["arguments"] = redact(
+        run.arguments, path="selected_run.arguments", category="workflow_arguments"
+    )
+    block["output"] = (
+        redact(run.output, path="selected_run.output", category="workflow_output")
+        if run.output is not None
+        else None
+    )
+    for projection in ("waits", "timeline"):
+        block[f"{projection}_projection_source"] = "typed_history"
+    for projection in ("timers", "lineage"):
+        block[f"{projection}_projection_source"] = "durable_rows"
+    return block
+
+
+def _links(run: WorkflowRun) -> dict[str, Any]:
+    parents = []
+    if run.parent_run_id:
+        parent = WorkflowRun.objects.filter(id=run.parent_run_id).first()
+        if parent is not None:
+            parents.append(
+                {
+                    "link_kind": "child",
+                    "run_id": str(parent.id),
+                    "instance_id": parent.instance_id,
+                    "workflow_type": parent.workflow_type,
+                    "parent_sequence": run.parent_sequence,
+                    "parent_close_policy": run.parent_close_policy,
+                }
+            )
+    children = [
+        {
+            "link_kind": "child",
+            **_row(
+                call,
+                ("sequence", "child_instance_id", "child_workflow_type", "status"),
+            ),
+            "child_run_id": _plain(call.child_run_id),
+            "parent_close_policy": call.parent_close_policy,
+        }
+        for call in ChildCall.objects.filter(parent_run_id=run.id).order_by("sequence")
+    ]
+    continued_as = [
+        str(pk)
+        for pk in WorkflowRun.objects.filter(continued_from_id=run.id).values_list("id", flat=True)
+    ]
+    return {
+        "projection_source": "durable_rows",
+        "parents": parents,
+        "children": children,
+        "continued_from_run_id": _plain(run.continued_from_id),
+        "continued_as_run_ids": continued_as,
+    }
+
+
+def _history(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    rows = (
+        HistoryEvent.objects.filter(run_id=run.id)
+        .order_by("sequence")
+        .values_list("sequence", "event_type", "payload", "recorded_at")
+    )
+    return [
+        {
+            "sequence": sequence,
+            "event_type": kind,
+            "recorded_at": _plain(at),
+            "payload": redact(
+                payload,
+                path=f"history_events[{index}].payload",
+                category="history_event_payload",
+            ),
+        }
+        for index, (sequence, kind, payload, at) in enumerate(rows.iterator(chunk_size=5000))
+    ]
+
+
+def _commands(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = ("command_type", "status", "outcome", "rejection_reason", "source", "reason")
+    out = []
+    for index, command in enumerate(
+        WorkflowCommand.objects.filter(run_id=run.id).order_by("created_at", "id")
+    ):
+        row = {
+            "id": str(command.id),
+            **_row(command, fields),
+            "created_at": _plain(command.created_at),
+        }
+        row["payload"] = redact(
+            command.payload, path=f"commands[{index}].payload", category="command_payload"
+        )
+        row["metadata"] = redact(
+            command.metadata, path=f"commands[{index}].metadata", category="command_context"
+        )
+        out.append(row)
+    return out
+
+
+def _signals(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "command_id",
+        "signal_name",
+        "status",
+        "rejection_reason",
+        "received_sequence",
+        "applied_step",
+        "received_at",
+        "applied_at",
+    )
+    return [
+        {
+            **_row(signal, fields),
+            "arguments": redact(
+                signal.arguments, path=f"signals[{i}].arguments", category="signal_payload"
+            ),
+        }
+        for i, signal in enumerate(WorkflowSignal.objects.filter(run_id=run.id))
+    ]
+
+
+def _updates(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "command_id",
+        "update_name",
+        "status",
+        "rejection_reason",
+        "applied_step",
+        "accepted_at",
+        "closed_at",
+    )
+    out = []
+    for i, update in enumerate(WorkflowUpdate.objects.filter(run_id=run.id)):
+        row = _row(update, fields)
+        row["arguments"] = redact(
+            update.arguments, path=f"updates[{i}].arguments", category="update_payload"
+        )
+        row["result"] = redact(
+            update.result, path=f"updates[{i}].result", category="update_payload"
+        )
+        row["failure_message"] = redact(
+            update.failure_message, path=f"updates[{i}].failure_message", category="update_payload"
+        )
+        out.append(row)
+    return out
+
+
+_ATTEMPT_FIELDS = (
+    "id",
+    "attempt_number",
+    "task_id",
+    "status",
+    "lease_owner",
+    "lease_expires_at",
+    "retry_reason",
+    "started_at",
+    "last_heartbeat_at",
+    "closed_at",
+)
+
+
+def _activities(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "sequence",
+        "activity_type",
+        "activity_class",
+        "status",
+        "options",
+        "queue",
+        "connection",
+        "attempt_count",
+        "current_attempt_id",
+        "scheduled_at",
+        "started_at",
+        "closed_at",
+        "last_heartbeat_at",
+    )
+    executions = ActivityExecution.objects.filter(run_id=run.id).prefetch_related("attempts")
+    out = []
+    for i, execution in enumerate(executions.order_by("sequence")):
+        row = _row(execution, fields)
+        row["arguments"] = redact(
+            execution.arguments, path=f"activities[{i}].arguments", category="activity_payload"
+        )
+        row["result"] = redact(
+            execution.result, path=f"activities[{i}].result", category="activity_payload"
+        )
+        row["attempts"] = [_row(a, _ATTEMPT_FIELDS) for a in execution.attempts.all()]
+        out.append(row)
+    return out
+
+
+def _timers(run: WorkflowRun) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "sequence",
+        "status",
+        "delay_seconds",
+        "fire_at",
+        "fired_at",
+        "timer_kind",
+        "created_at",
+    )
+    return [_row(t, fields) for t in Timer.objects.filter(run_id=run.id).order_by("sequence")]
+
+
+def _tasks(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "task_type",
+        "status",
+        "available_at",
+        "queue",
+        "connection",
+        "activity_execution_id",
+        "timer_id",
+        "attempt_count",
+        "lease_owner",
+        "lease_generation",
+        "lease_expires_at",
+        "dispatch_count",
+        "last_dispatched_at",
+        "last_error",
+        "created_at",
+        "updated_at",
+    )
+    out = []
+    for i, task in enumerate(Task.objects.filter(run_id=run.id).order_by("created_at", "id")):
+        row = _row(task, fields)
+        row["payload"] = redact(task.payload, path=f"tasks[{i}].payload", category="task_payload")
+        out.append(row)
+    return out
+
+
+def _failures(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
+    fields = (
+        "id",
+        "source_kind",
+        "source_id",
+        "failure_category",
+        "exception_type",
+        "exception_class",
+        "non_retryable",
+        "details",
+        "created_at",
+    )
+    out = []
+    rows = WorkflowFailure.objects.filter(run_id=run.id).order_by("created_at", "id")
+    for i, failure in enumerate(rows):
+        row = _row(failure, fields)
+        for name in ("message", "traceback"):
+            row[name] = redact(
+                getattr(failure, name),
+                path=f"failures[{i}].{name}",
+                category="failure_diagnostics",
+            )
+        out.append(row)
+    return out
+
+
+def build_bundle(
+    instance_id: str,
+    *,
+    run_id: str | None = None,
+    redactor: Any = None,
+    signing_key: str | None = None,
+    signing_key_id: str | None = None,
+) -> dict[str, Any]:
+    """Export one run (the current one unless ``run_id`` is given) as a sealed bundle.
+
+    Without an explicit ``signing_key``, the ``DW_V2_HISTORY_EXPORT_SIGNING_KEY``
+    (and ``..._KEY_ID``) environment variables are used when set.
+    """
+    run = select_run(instance_id, run_id)
+    redact = Redaction(
+        redactor,
+        identity={
+            "workflow_instance_id": run.instance_id,
+            "workflow_run_id": str(run.id),
+            "workflow_type": run.workflow_type,
+        },
+    )
+    bundle: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "exported_at": clock.now().isoformat(),
+        "history_complete": run.status in TERMINAL_RUN_STATUSES,
+        "workflow": _workflow_block(run),
+        "selected_run": _selected_run(run, redact),
+        "links": _links(run),
+        "history_events": _history(run, redact),
+        "commands": _commands(run, redact),
+        "signals": _signals(run, redact),
+        "updates": _updates(run, redact),
+        "activities": _activities(run, redact),
+        "timers": _timers(run),
+        "tasks": _tasks(run, redact),
+        "failures": _failures(run, redact),
+        "actionability_contract": dict(ACTIONABILITY_CONTRACT),
+    }
+    bundle["redaction"] = redact.block()
+    if signing_key is None:
+        signing_key = os.environ.get(SIGNING_KEY_ENV) or None
+        signing_key_id = signing_key_id or os.environ.get(SIGNING_KEY_ID_ENV) or None
+    return integrity.seal(bundle, signing_key=signing_key, key_id=signing_key_id)

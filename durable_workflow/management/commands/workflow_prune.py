@@ -1,0 +1,108 @@
+"""``manage.py workflow_prune``: delete closed runs past their retention, in batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from durable_workflow.models import TERMINAL_RUN_STATUSES
+from durable_workflow.operations.prune import PruneReport, parse_age, prune
+
+logger = logging.getLogger("durable_workflow")
+_BAR = 30
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete closed (completed, failed, cancelled, terminated) runs that closed before "
+        "--older-than, with their history, tasks, activities, timers, signals, updates, "
+        "failures and commands; instances left without runs go too."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--older-than",
+            required=True,
+            metavar="AGE",
+            help="retention: prune runs closed at least this long ago (90d, 12h, 30m, 2w)",
+        )
+        parser.add_argument(
+            "--status",
+            action="append",
+            choices=sorted(TERMINAL_RUN_STATUSES),
+            help="only runs with this status (repeatable; default: every closed status)",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="count what would go, delete nothing"
+        )
+        parser.add_argument("--batch-size", type=int, default=500, help="runs per transaction")
+        parser.add_argument("--limit", type=int, default=None, help="prune at most this many runs")
+        parser.add_argument(
+            "--export-dir",
+            default=None,
+            metavar="DIR",
+            help="write each run's history export bundle here before deleting it",
+        )
+        parser.add_argument("--json", action="store_true", help="print the final report as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            age = parse_age(options["older_than"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1")
+        export_dir = pathlib.Path(options["export_dir"]) if options["export_dir"] else None
+        quiet = options["json"]
+        report = prune(
+            older_than=age,
+            statuses=options["status"],
+            batch_size=options["batch_size"],
+            dry_run=options["dry_run"],
+            export_dir=export_dir,
+            limit=options["limit"],
+            progress=None if quiet else self._progress,
+        )
+        logger.info(
+            "workflow_prune: %s of %s runs pruned (dry run: %s)",
+            report.pruned_runs,
+            report.total_runs,
+            report.dry_run,
+            extra={"prune": report.as_dict()},
+        )
+        if quiet:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+        else:
+            self._summary(report)
+        if report.skipped:
+            raise CommandError(f"{len(report.skipped)} run(s) were kept: export failed")
+
+    def _progress(self, report: PruneReport) -> None:
+        total = max(report.total_runs, 1)
+        done = report.pruned_runs + len(report.skipped)
+        filled = int(_BAR * done / total)
+        self.stdout.write(
+            f"[{'#' * filled}{'-' * (_BAR - filled)}] {done}/{report.total_runs} runs "
+            f"({100 * done // total}%)"
+        )
+
+    def _summary(self, report: PruneReport) -> None:
+        if report.dry_run:
+            self.stdout.write(
+                f"dry run: {report.total_runs} run(s) closed before {report.cutoff} would be "
+                "pruned; rows that would be deleted:"
+            )
+        else:
+            self.stdout.write(
+                f"pruned {report.pruned_runs} run(s) closed before {report.cutoff}"
+                + (f", exported {report.exported}" if report.exported else "")
+                + "; rows deleted:"
+            )
+        for name, count in sorted(report.rows.items()):
+            self.stdout.write(f"  {name}: {count}")
+        for skipped in report.skipped:
+            self.stdout.write(self.style.ERROR(f"  kept {skipped['run_id']}: {skipped['reason']}"))

@@ -1,0 +1,127 @@
+"""``workflow_prune``: closed runs past retention go, with every row they own."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from durable_workflow import clock
+from durable_workflow.models import (
+    ActivityAttempt,
+    ActivityExecution,
+    HistoryEvent,
+    Task,
+    WorkflowCommand,
+    WorkflowFailure,
+    WorkflowInstance,
+    WorkflowRun,
+    WorkflowSignal,
+)
+from durable_workflow.operations.prune import parse_age
+from tests.integration.helpers import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def aged(inline):
+    """Two old closed runs (one with retries and failures), one recent, one open."""
+    old = start("tests.sequential", "old-done", "ada")
+    flaky = start("tests.catch-failure", "old-flaky")
+    signalled = start("tests.approval", "old-signalled", "signal")
+    inline.run()
+    signalled.signal("approved-by", "dora")
+    inline.run()
+    for stub in (old, flaky, signalled):
+        assert stub.refresh().completed()
+    clock.advance(dt.timedelta(days=40))
+    recent = start("tests.sequential", "recent-done", "bob")
+    inline.run()
+    waiting = start("tests.approval", "still-open", "signal")
+    inline.run()
+    assert recent.refresh().completed()
+    assert not waiting.refresh().completed()
+    return {"old": [old, flaky, signalled], "kept": [recent, waiting]}
+
+
+def test_parse_age():
+    assert parse_age("90d") == dt.timedelta(days=90)
+    assert parse_age("12h") == dt.timedelta(hours=12)
+    assert parse_age("2w") == dt.timedelta(weeks=2)
+    assert parse_age("30") == dt.timedelta(days=30)
+    with pytest.raises(ValueError):
+        parse_age("soon")
+
+
+def test_dry_run_counts_and_deletes_nothing(aged):
+    before = {m: m.objects.count() for m in (WorkflowRun, HistoryEvent, Task, WorkflowCommand)}
+    out = io.StringIO()
+    call_command("workflow_prune", "--older-than", "30d", "--dry-run", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["dry_run"] is True
+    assert report["total_runs"] == 3
+    old_ids = [s.run_id() for s in aged["old"]]
+    assert (
+        report["rows"]["history_events"] == HistoryEvent.objects.filter(run_id__in=old_ids).count()
+    )
+    assert report["rows"]["instances"] == 3
+    assert report["rows"]["signals"] == 1
+    assert {m: m.objects.count() for m in before} == before
+
+
+def test_prune_deletes_old_runs_and_everything_they_own(aged):
+    old_ids = [s.run_id() for s in aged["old"]]
+    assert WorkflowFailure.objects.filter(run_id__in=old_ids).exists()  # the caught failure
+    assert WorkflowSignal.objects.filter(run_id__in=old_ids).exists()
+    out = io.StringIO()
+    call_command("workflow_prune", "--older-than", "30d", "--batch-size", "1", stdout=out)
+    text = out.getvalue()
+    assert "[##########--------------------] 1/3 runs (33%)" in text
+    assert "3/3 runs (100%)" in text
+    assert "pruned 3 run(s)" in text
+    assert not WorkflowRun.objects.filter(id__in=old_ids).exists()
+    owned = (
+        HistoryEvent,
+        Task,
+        ActivityExecution,
+        WorkflowFailure,
+        WorkflowCommand,
+        WorkflowSignal,
+    )
+    for model in owned:
+        assert not model.objects.filter(run_id__in=old_ids).exists(), model
+    assert not ActivityAttempt.objects.filter(execution__run_id__in=old_ids).exists()
+    assert not WorkflowInstance.objects.filter(
+        instance_id__in=["old-done", "old-flaky", "old-signalled"]
+    ).exists()
+    assert not WorkflowCommand.objects.filter(
+        instance_id__in=["old-done", "old-flaky", "old-signalled"]
+    ).exists()
+    for stub in aged["kept"]:
+        assert WorkflowRun.objects.filter(id=stub.run_id()).exists()
+        assert HistoryEvent.objects.filter(run_id=stub.run_id()).exists()
+    # and the kept runs still work
+    kept = aged["kept"][1]
+    assert kept.refresh().history()
+
+
+def test_prune_exports_first(aged, tmp_path):
+    out = io.StringIO()
+    call_command("workflow_prune", "--older-than", "30d", "--export-dir", str(tmp_path), stdout=out)
+    files = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.json"))
+    assert files == ["old-done", "old-flaky", "old-signalled"]
+    bundle = json.loads(next((tmp_path / "old-done").glob("*.json")).read_text())
+    assert bundle["history_complete"] is True
+    call_command("workflow_replay", str(tmp_path), stdout=io.StringIO())
+
+
+def test_status_filter_and_nothing_to_do(aged):
+    out = io.StringIO()
+    call_command("workflow_prune", "--older-than", "30d", "--status", "failed", stdout=out)
+    assert "pruned 0 run(s)" in out.getvalue()
+    with pytest.raises(CommandError):
+        call_command("workflow_prune", "--older-than", "later")

@@ -1,19 +1,32 @@
-"""``manage.py workflow_repair``: re-send lost task messages and reclaim expired leases."""
+"""``manage.py workflow_repair``: re-send lost task messages and reclaim expired leases.
+
+With ``--instance-id`` / ``--run-id`` it repairs those runs instead, through the
+same command as ``WorkflowStub.repair()`` (recorded with ``source="cli"``).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+import uuid
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair_pass
+from durable_workflow.executor.control import request_repair
+from durable_workflow.models import WorkflowInstance, WorkflowRun
+
+logger = logging.getLogger("durable_workflow")
 
 
 class Command(BaseCommand):
-    help = "Re-dispatch ready tasks nobody claimed, expired leases and due timers."
+    help = (
+        "Re-dispatch ready tasks nobody claimed, expired leases and due timers; or repair "
+        "the runs named by --instance-id / --run-id."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--loop", action="store_true", help="keep running passes")
@@ -23,9 +36,32 @@ class Command(BaseCommand):
             default=None,
             help="seconds between passes with --loop (default: REPAIR_INTERVAL_SECONDS)",
         )
+        parser.add_argument(
+            "--instance-id",
+            action="append",
+            default=[],
+            metavar="ID",
+            help="repair the current run of this instance (repeatable)",
+        )
+        parser.add_argument(
+            "--run-id",
+            action="append",
+            default=[],
+            metavar="RUN_ID",
+            help="repair this run; it must be its instance's current run (repeatable)",
+        )
+        parser.add_argument(
+            "--reason", default="", help="operator's reason, recorded on each repair command"
+        )
         parser.add_argument("--json", action="store_true", help="print a JSON report")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        targets = options["instance_id"] or options["run_id"]
+        if targets and options["loop"]:
+            raise CommandError("--loop repairs everything; do not combine it with targets")
+        if targets:
+            self._repair_targets(options)
+            return
         interval = options["interval"]
         if interval is None:
             interval = get_settings().REPAIR_INTERVAL_SECONDS
@@ -41,3 +77,70 @@ class Command(BaseCommand):
             if not options["loop"]:
                 return
             time.sleep(interval)
+
+    def _repair_targets(self, options: dict[str, Any]) -> None:
+        results = [self._repair_instance(i, options["reason"]) for i in options["instance_id"]]
+        results += [self._repair_run(r, options["reason"]) for r in options["run_id"]]
+        for result in results:
+            logger.info(
+                "workflow_repair %s: %s",
+                result["instance_id"],
+                result["outcome"],
+                extra={"instance_id": result["instance_id"], "run_id": result.get("run_id")},
+            )
+            if options["json"]:
+                self.stdout.write(json.dumps(result))
+            else:
+                line = f"{result['outcome']}: {result['instance_id']}"
+                if result.get("run_id"):
+                    line += f" run {result['run_id']}"
+                if result.get("rejection_reason"):
+                    line += f" ({result['rejection_reason']})"
+                self.stdout.write(line)
+        if any(r["outcome"] == "not_found" for r in results):
+            raise CommandError("some targets do not exist", returncode=1)
+
+    def _repair_instance(self, instance_id: str, reason: str) -> dict[str, Any]:
+        if not WorkflowInstance.objects.filter(instance_id=instance_id).exists():
+            return {"target": instance_id, "instance_id": instance_id, "outcome": "not_found"}
+        current = (
+            WorkflowRun.objects.filter(instance_id=instance_id)
+            .order_by("-run_number")
+            .values_list("id", flat=True)
+            .first()
+        )
+        outcome = request_repair(instance_id, source="cli", reason=reason)
+        return {
+            "target": instance_id,
+            "instance_id": instance_id,
+            "run_id": str(current) if current else None,
+            "outcome": outcome.outcome,
+            "accepted": outcome.accepted,
+            "rejection_reason": outcome.rejection_reason,
+            "command_id": str(outcome.command_id),
+        }
+
+    def _repair_run(self, run_id: str, reason: str) -> dict[str, Any]:
+        try:
+            run = WorkflowRun.objects.filter(id=uuid.UUID(run_id)).first()
+        except ValueError:
+            run = None
+        if run is None:
+            return {"target": run_id, "instance_id": None, "run_id": run_id, "outcome": "not_found"}
+        newest = (
+            WorkflowRun.objects.filter(instance_id=run.instance_id)
+            .order_by("-run_number")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if newest != run.id:
+            return {
+                "target": run_id,
+                "instance_id": run.instance_id,
+                "run_id": run_id,
+                "outcome": "rejected_not_current",
+                "accepted": False,
+                "rejection_reason": "selected_run_not_current",
+                "resolved_run_id": str(newest),
+            }
+        return {**self._repair_instance(run.instance_id, reason), "target": run_id}

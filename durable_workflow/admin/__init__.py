@@ -1,0 +1,9 @@
+"""Django admin pages for the engine's tables (read-only) and operator actions.
+
+Importing this package registers every ``ModelAdmin``; Django's admin
+autodiscovery does it for projects that list ``django.contrib.admin``.
+"""
+
+from durable_workflow.admin import records, runs
+
+__all__ = ["records", "runs"]

@@ -1,0 +1,138 @@
+"""Admin glue for operator commands: changelist actions, single-run forms, messages."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+
+from durable_workflow.admin.operations import OPERATIONS, Outcome, Target, form_for, perform
+
+#: How many targets the confirmation page lists by name.
+SHOWN_TARGETS = 50
+
+
+class OperatorActionsMixin:
+    """For run and instance admins: ``target_of(obj)`` says which run a row means."""
+
+    operation_kinds = ("cancel", "terminate", "repair", "retry", "signal")
+
+    def target_of(self, obj: Any) -> Target:
+        raise NotImplementedError
+
+    def workflow_type_of(self, obj: Any) -> str:
+        return str(obj.workflow_type)
+
+    # --------------------------------------------------------------- confirmation
+    def render_operation(
+        self,
+        request: HttpRequest,
+        kind: str,
+        objects: list[Any],
+        form: Any,
+        *,
+        changelist_action: str | None,
+    ) -> TemplateResponse:
+        opts = self.model._meta  # type: ignore[attr-defined]
+        context = {
+            **self.admin_site.each_context(request),  # type: ignore[attr-defined]
+            "title": f"{OPERATIONS[kind].label}: {len(objects)} {opts.verbose_name_plural}",
+            "opts": opts,
+            "operation": OPERATIONS[kind],
+            "form": form,
+            "targets": [self.target_of(o) for o in objects[:SHOWN_TARGETS]],
+            "more": max(0, len(objects) - SHOWN_TARGETS),
+            "selected": [o.pk for o in objects],
+            "changelist_action": changelist_action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "durable_workflow/admin/operate.html", context)
+
+    def run_operation(
+        self, request: HttpRequest, kind: str, objects: Iterable[Any], data: dict[str, Any]
+    ) -> list[Outcome]:
+        outcomes = []
+        for obj in objects:
+            outcome = perform(kind, self.target_of(obj), data, request)
+            outcomes.append(outcome)
+            message = f"{OPERATIONS[kind].label}: {outcome.outcome}. Reason: {data['reason']}"
+            self.log_change(request, obj, message)  # type: ignore[attr-defined]
+        report(request, kind, outcomes)
+        return outcomes
+
+    def changelist_operation(
+        self, kind: str, request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponse | None:
+        objects = list(queryset)
+        types = {self.workflow_type_of(o) for o in objects}
+        if "apply" in request.POST:
+            form = form_for(kind, request.POST, workflow_types=types)
+            if form.is_valid():
+                self.run_operation(request, kind, objects, form.cleaned_data)
+                return None
+        else:
+            form = form_for(kind, workflow_types=types)
+        return self.render_operation(
+            request, kind, objects, form, changelist_action=f"{kind}_selected"
+        )
+
+    def operate_view(self, request: HttpRequest, object_id: str, kind: str) -> HttpResponse:
+        """One row's operation form (the buttons on its page)."""
+        if kind not in OPERATIONS or kind not in self.operation_kinds:
+            raise PermissionDenied
+        if not request.user.has_perm(OPERATIONS[kind].permission):
+            raise PermissionDenied
+        obj = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        if obj is None or not self.has_view_permission(request, obj):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        types = {self.workflow_type_of(obj)}
+        if request.method == "POST":
+            form = form_for(kind, request.POST, workflow_types=types)
+            if form.is_valid():
+                self.run_operation(request, kind, [obj], form.cleaned_data)
+                return HttpResponseRedirect(self.after_operation_url(obj))
+        else:
+            form = form_for(kind, workflow_types=types)
+        return self.render_operation(request, kind, [obj], form, changelist_action=None)
+
+    def after_operation_url(self, obj: Model) -> str:
+        from durable_workflow.admin.base import admin_url
+
+        return admin_url(obj, obj.pk)
+
+
+def report(request: HttpRequest, kind: str, outcomes: list[Outcome]) -> None:
+    label = OPERATIONS[kind].label
+    accepted = Counter(o.outcome for o in outcomes if o.accepted)
+    if accepted:
+        summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(accepted.items()))
+        messages.success(request, f"{label}: {summary}.")
+    for outcome in outcomes:
+        if not outcome.accepted:
+            messages.warning(
+                request,
+                f"{label} of {outcome.target} rejected: {outcome.outcome}"
+                + (f" ({outcome.rejection_reason})" if outcome.rejection_reason else ""),
+            )
+
+
+def make_action(kind: str) -> Callable[..., HttpResponse | None]:
+    operation = OPERATIONS[kind]
+    permission = "terminate" if kind == "terminate" else "operate"
+
+    @admin.action(description=f"{operation.label} selected", permissions=[permission])
+    def action(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        return modeladmin.changelist_operation(kind, request, queryset)
+
+    action.__name__ = f"{kind}_selected"
+    return action
+
+
+OPERATOR_ACTIONS = [make_action(kind) for kind in OPERATIONS]

@@ -1,0 +1,356 @@
+"""Instances and runs: lists, search, the timeline page and operator actions."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from durable_workflow.admin import timeline
+from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
+from durable_workflow.admin.base import (
+    EngineAdmin,
+    admin_url,
+    can_operate,
+    can_terminate,
+    link,
+    timeline_url,
+)
+from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
+from durable_workflow.admin.operations import OPERATIONS, Target
+from durable_workflow.admin.payloads import duration, pre
+from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
+    ChildCall,
+    Task,
+    TaskStatus,
+    WorkflowFailure,
+    WorkflowInstance,
+    WorkflowRun,
+)
+
+
+@admin.register(WorkflowRun)
+class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
+    list_display = (
+        "instance_link",
+        "run_number",
+        "workflow_type",
+        "status",
+        "closed_reason",
+        "queue",
+        "started_at",
+        "closed_at",
+        "events",
+        "timeline_link",
+    )
+    list_filter = (
+        "status",
+        WorkflowTypeFilter,
+        QueueFilter,
+        "closed_reason",
+        ("created_at", admin.DateFieldListFilter),
+        ("closed_at", admin.DateFieldListFilter),
+    )
+    search_fields = ("=instance__instance_id",)
+    search_help_text = (
+        "Instance id (exact or prefix), run id, business key, or text in search attributes."
+    )
+    actions = OPERATOR_ACTIONS
+    change_form_template = "durable_workflow/admin/run_change_form.html"
+    readonly_fields = ("instance_link", "arguments_display", "output_display", "lineage")
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "instance_link",
+                    "id",
+                    "run_number",
+                    "workflow_type",
+                    "workflow_class",
+                    "status",
+                    "closed_reason",
+                    "queue",
+                    "connection",
+                    "payload_codec",
+                    "business_key",
+                )
+            },
+        ),
+        ("Payloads", {"fields": ("arguments_display", "output_display")}),
+        ("Lineage", {"fields": ("lineage",)}),
+        (
+            "Timing",
+            {
+                "fields": (
+                    "created_at",
+                    "started_at",
+                    "last_progress_at",
+                    "closed_at",
+                    "cancel_requested_at",
+                    "execution_timeout_seconds",
+                    "run_timeout_seconds",
+                    "execution_deadline_at",
+                    "run_deadline_at",
+                )
+            },
+        ),
+        (
+            "History",
+            {"fields": ("next_sequence", "workflow_task_sequence", "history_size_bytes")},
+        ),
+        ("Visibility", {"fields": ("labels", "memo", "search_attributes")}),
+    )
+
+    # ------------------------------------------------------------------ columns
+    @admin.display(description="instance", ordering="instance_id")
+    def instance_link(self, run: WorkflowRun) -> str:
+        return link(WorkflowInstance, run.instance_id)
+
+    @admin.display(description="events")
+    def events(self, run: WorkflowRun) -> int:
+        return run.history_event_count
+
+    @admin.display(description="timeline")
+    def timeline_link(self, run: WorkflowRun) -> str:
+        return format_html('<a href="{}">timeline</a>', timeline_url(run.pk))
+
+    @admin.display(description="arguments")
+    def arguments_display(self, run: WorkflowRun) -> str:
+        return pre(run.arguments)
+
+    @admin.display(description="output")
+    def output_display(self, run: WorkflowRun) -> str:
+        return pre(run.output) if run.output is not None else "-"
+
+    @admin.display(description="parents, children and continue-as-new")
+    def lineage(self, run: WorkflowRun) -> str:
+        return (
+            format_html_join(
+                "", "<div>{}: {}</div>", ((label, value) for label, value in lineage_links(run))
+            )
+            or "-"
+        )
+
+    # ------------------------------------------------------------------ search
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        query = Q(instance_id=term) | Q(instance__instance_id__startswith=term)
+        query |= Q(business_key=term)
+        with contextlib.suppress(ValueError):
+            query |= Q(pk=uuid.UUID(term))
+        attributes = queryset.annotate(_attrs=Cast("search_attributes", TextField()))
+        found = attributes.filter(query | Q(_attrs__icontains=term)).values("pk")
+        return queryset.filter(pk__in=found), False
+
+    # --------------------------------------------------------------- operations
+    def target_of(self, run: WorkflowRun) -> Target:
+        return Target(run.instance_id, run.pk)
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/timeline/",
+                wrap(self.timeline_view),
+                name="durable_workflow_workflowrun_timeline",
+            ),
+            path(
+                "<path:object_id>/operate/<str:kind>/",
+                wrap(self.operate_view),
+                name="durable_workflow_workflowrun_operate",
+            ),
+            *super().get_urls(),
+        ]
+
+    def after_operation_url(self, run: Any) -> str:
+        return timeline_url(run.pk)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        extra = {**(extra_context or {}), "operations": allowed_operations(request, object_id)}
+        extra["timeline_url"] = timeline_url(object_id)
+        return super().change_view(request, object_id, form_url, extra)
+
+    def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        try:
+            run = WorkflowRun.objects.select_related(
+                "instance", "parent_run", "continued_from"
+            ).get(pk=uuid.UUID(object_id))
+        except (ValueError, WorkflowRun.DoesNotExist):
+            raise Http404("no such run") from None
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        page = timeline.build_page(
+            run,
+            after=_int(request.GET.get("after")),
+            before=_int(request.GET.get("before")),
+            event_type=request.GET.get("event_type") or None,
+            size=_int(request.GET.get("size")) or timeline.PAGE_SIZE,
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Run {run.run_number} of {run.instance_id}",
+            "run": run,
+            "page": page,
+            "instance_url": admin_url(WorkflowInstance, run.instance_id),
+            "run_url": admin_url(WorkflowRun, run.pk),
+            "lineage": lineage_links(run),
+            "failures": list(
+                WorkflowFailure.objects.filter(run_id=run.pk).order_by("-created_at")[:10]
+            ),
+            "open_tasks": list(
+                Task.objects.filter(
+                    run_id=run.pk, status__in=(TaskStatus.READY, TaskStatus.LEASED)
+                ).order_by("created_at")[:20]
+            ),
+            "duration": duration(
+                ((run.closed_at or run.last_progress_at) - run.started_at).total_seconds()
+                if run.started_at and (run.closed_at or run.last_progress_at)
+                else None
+            ),
+            "arguments": pre(run.arguments),
+            "output": pre(run.output) if run.output is not None else None,
+            "operations": allowed_operations(request, run, run=run),
+            "event_types": sorted(str(e) for e in timeline_event_types()),
+        }
+        return TemplateResponse(request, "durable_workflow/admin/run_timeline.html", context)
+
+
+def timeline_event_types() -> list[str]:
+    from durable_workflow.engine.events import EventType
+
+    return [str(e) for e in EventType]
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def allowed_operations(
+    request: HttpRequest, object_id: Any, *, run: WorkflowRun | None = None
+) -> list[dict[str, str]]:
+    """Buttons for the run page: the operations this user may start on this run."""
+    if run is None:
+        run = WorkflowRun.objects.filter(pk=object_id).only("status").first()
+    if run is None:
+        return []
+    allowed = []
+    for kind, operation in OPERATIONS.items():
+        permitted = can_terminate(request) if kind == "terminate" else can_operate(request)
+        if not permitted or run.status in TERMINAL_RUN_STATUSES:
+            continue
+        allowed.append(
+            {
+                "kind": kind,
+                "label": operation.label,
+                "url": reverse("admin:durable_workflow_workflowrun_operate", args=[run.pk, kind]),
+            }
+        )
+    return allowed
+
+
+def lineage_links(run: WorkflowRun) -> list[tuple[str, str]]:
+    """(label, html) pairs: parent, continued-from, continued-as, children (3 queries)."""
+    links: list[tuple[str, str]] = []
+    if run.parent_run_id:
+        links.append(("parent run", _run_link(run.parent_run_id, str(run.parent_run))))
+    if run.continued_from_id:
+        links.append(("continued from", _run_link(run.continued_from_id, str(run.continued_from))))
+    for pk, instance_id, number in WorkflowRun.objects.filter(continued_from_id=run.pk).values_list(
+        "pk", "instance_id", "run_number"
+    )[:10]:
+        links.append(("continued as", _run_link(pk, f"{instance_id} #{number}")))
+    for call in ChildCall.objects.filter(parent_run_id=run.pk).order_by("sequence")[:50]:
+        label = f"child (step {call.sequence}, {call.status})"
+        if call.child_run_id:
+            links.append((label, _run_link(call.child_run_id, call.child_instance_id)))
+        else:
+            links.append((label, call.child_instance_id))
+    return links
+
+
+def _run_link(pk: Any, text: str) -> str:
+    return format_html(
+        '<a href="{}">{}</a> (<a href="{}">timeline</a>)',
+        admin_url(WorkflowRun, pk),
+        text,
+        timeline_url(pk),
+    )
+
+
+@admin.register(WorkflowInstance)
+class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
+    list_display = (
+        "instance_id",
+        "workflow_type",
+        "status",
+        "business_key",
+        "run_count",
+        "current_run_link",
+        "created_at",
+        "updated_at",
+    )
+    list_filter = ("status", WorkflowTypeFilter, ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=instance_id", "^instance_id", "=business_key")
+    search_help_text = "Instance id (exact or prefix) or business key."
+    actions = OPERATOR_ACTIONS
+    readonly_fields = ("current_run_link", "runs")
+
+    @admin.display(description="current run")
+    def current_run_link(self, instance: WorkflowInstance) -> str:
+        if instance.current_run_id is None:
+            return "-"
+        return _run_link(instance.current_run_id, "current run")
+
+    @admin.display(description="runs")
+    def runs(self, instance: WorkflowInstance) -> str:
+        rows = (
+            WorkflowRun.objects.filter(instance_id=instance.instance_id)
+            .order_by("-run_number")
+            .values_list("pk", "run_number", "status")[:50]
+        )
+        return (
+            format_html_join(
+                "",
+                "<div>{}</div>",
+                ((_run_link(pk, f"#{number} {status}"),) for pk, number, status in rows),
+            )
+            or "-"
+        )
+
+    def target_of(self, instance: WorkflowInstance) -> Target:
+        return Target(instance.instance_id, None)
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<path:object_id>/operate/<str:kind>/",
+                self.admin_site.admin_view(self.operate_view),
+                name="durable_workflow_workflowinstance_operate",
+            ),
+            *super().get_urls(),
+        ]

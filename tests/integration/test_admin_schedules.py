@@ -1,0 +1,103 @@
+"""Admin pages for schedules, fire slots and the schedule audit stream, and their actions."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from durable_workflow.models import ScheduleFire, ScheduleHistoryEvent, WorkflowSchedule
+from durable_workflow.schedules import ScheduleManager
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MODELS = [WorkflowSchedule, ScheduleFire, ScheduleHistoryEvent]
+VIEW = tuple(f"view_{m._meta.model_name}" for m in MODELS)
+
+
+def url(model, view: str = "changelist", *args) -> str:
+    return reverse(f"admin:durable_workflow_{model._meta.model_name}_{view}", args=args)
+
+
+def login(client, username: str, *codenames: str):
+    user = User.objects.create_user(username, password="x", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="durable_workflow", codename__in=codenames
+        )
+    )
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def schedule(inline):
+    ScheduleManager.create(
+        schedule_id="nightly-greeting",
+        workflow="tests.sequential",
+        cron_expression="0 2 * * *",
+        arguments=["ada"],
+    )
+    assert ScheduleManager.trigger("nightly-greeting")
+    return WorkflowSchedule.objects.get(schedule_id="nightly-greeting")
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m._meta.model_name)
+def test_schedule_pages(client, schedule, model):
+    login(client, "viewer", *VIEW)
+    assert client.get(url(model)).status_code == 200
+    assert client.get(url(model), {"q": "nightly-greeting"}).status_code == 200
+    assert client.get(url(model), {"q": "nightly"}).status_code == 200
+    obj = model.objects.first()
+    detail = client.get(url(model, "change", obj.pk))
+    assert detail.status_code == 200
+    if model is WorkflowSchedule:
+        html = detail.content.decode()
+        assert "ScheduleTriggered" in html and "ada" in html  # audit stream, decoded arguments
+
+
+def test_pause_resume_and_trigger_actions(client, schedule):
+    login(client, "ops", *VIEW, "change_workflowschedule")
+    changelist = url(WorkflowSchedule)
+    data = {"_selected_action": [schedule.pk], "apply": "yes", "reason": "maintenance window"}
+    response = client.post(changelist, {**data, "action": "schedule_pause"}, follow=True)
+    assert b"Pause default/nightly-greeting: done" in response.content
+    schedule.refresh_from_db()
+    assert schedule.status == "paused"
+    paused = ScheduleHistoryEvent.objects.get(
+        schedule_ulid=schedule.pk, event_type="SchedulePaused"
+    )
+    assert paused.payload["command_context"] == {
+        "principal": "ops",
+        "source": "admin",
+        "reason": "maintenance window",
+    }
+    client.post(changelist, {**data, "action": "schedule_resume"})
+    schedule.refresh_from_db()
+    assert schedule.status == "active"
+    response = client.post(changelist, {**data, "action": "schedule_trigger"}, follow=True)
+    assert b"started" in response.content or b"skipped" in response.content
+    confirm = client.post(
+        changelist, {"action": "schedule_pause", "_selected_action": [schedule.pk]}
+    )
+    assert b'name="reason"' in confirm.content
+
+
+def test_schedule_actions_need_permissions(client, schedule):
+    login(client, "viewer", *VIEW)
+    page = client.get(url(WorkflowSchedule)).content.decode()
+    assert "schedule_pause" not in page
+    client.post(
+        url(WorkflowSchedule),
+        {
+            "action": "schedule_pause",
+            "_selected_action": [schedule.pk],
+            "apply": "yes",
+            "reason": "nope",
+        },
+    )
+    schedule.refresh_from_db()
+    assert schedule.status == "active"
+    login(client, "ops", *VIEW, "change_workflowschedule")
+    page = client.get(url(WorkflowSchedule)).content.decode()
+    assert "schedule_pause" in page and "schedule_delete" not in page

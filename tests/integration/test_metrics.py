@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 
 import pytest
@@ -126,3 +127,31 @@ def test_history_export_view(operator, inline):
     assert operator.get(run_url).json()["selected_run"]["run_id"] == stub.run_id()
     missing = reverse("durable_workflow_ops:history-export", args=["nope"])
     assert operator.get(missing).status_code == 404
+
+
+def test_json_log_lines_carry_run_ids(client, inline):
+    import logging
+
+    from durable_workflow.operations.log_format import JsonFormatter
+
+    stub = start("tests.approval", "log-run", "signal")
+    inline.run()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("durable_workflow")
+    logger.addHandler(handler)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        from django.core.management import call_command
+
+        call_command("workflow_repair", "--instance-id", "log-run", stdout=io.StringIO())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+    lines = [json.loads(JsonFormatter().format(r)) for r in records]
+    [line] = [entry for entry in lines if entry.get("instance_id") == "log-run"]
+    assert line["run_id"] == stub.run_id()
+    assert line["level"] == "INFO" and line["logger"] == "durable_workflow"
+    assert "repair_dispatched" in line["message"]

@@ -42,6 +42,7 @@ from durable_workflow.engine.groups import OperationHandle, SelectionResult
 from durable_workflow.exceptions import (
     ActivityCancelled,
     ActivityFailed,
+    ActivityTimeoutError,
     ChildWorkflowCancelled,
     ChildWorkflowFailed,
     ChildWorkflowTerminated,
@@ -100,6 +101,7 @@ __all__ = [
     "ActivityCancelled",
     "ActivityFailed",
     "ActivityOptions",
+    "ActivityTimeoutError",
     "ChildWorkflowCancelled",
     "ChildWorkflowFailed",
     "ChildWorkflowHandle",

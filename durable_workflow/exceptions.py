@@ -108,6 +108,27 @@ class ActivityFailed(DurableWorkflowError):
         self.details = details
 
 
+class ActivityTimeoutError(ActivityFailed):
+    """An activity ran out of time (``timeout_kind``: schedule_to_start, start_to_close,
+    schedule_to_close or heartbeat) and has no attempts left."""
+
+    @property
+    def timeout_kind(self) -> str | None:
+        return getattr(self, "_timeout_kind", None)
+
+
+class ActivityLeaseExpired(DurableWorkflowError):
+    """Recorded when an activity lost its lease more often than allowed."""
+
+
+class WorkflowTimeout(DurableWorkflowError):
+    """Recorded on the failure row when a workflow execution or run deadline passes."""
+
+
+class WorkflowTerminated(DurableWorkflowError):
+    """Recorded on the failure row when a run is terminated."""
+
+
 class ChildWorkflowFailed(ActivityFailed):
     """A child workflow failed; raised inside the parent body.
 

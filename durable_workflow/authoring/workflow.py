@@ -7,11 +7,12 @@ from typing import Any, ClassVar
 from durable_workflow import registry
 from durable_workflow.authoring import composition, decorators, helpers
 from durable_workflow.authoring.handles import ChildWorkflowHandle
+from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import NotInWorkflowError
 
 
-class Workflow:
+class Workflow(SagaMixin):
     """Subclass and implement ``handle()``; start it with ``WorkflowStub``."""
 
     #: Durable type key stored in history; set it explicitly.

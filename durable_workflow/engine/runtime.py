@@ -54,6 +54,7 @@ from durable_workflow.engine.inbox import InboxMixin
 from durable_workflow.engine.steps import StepsMixin
 from durable_workflow.exceptions import (
     ActivityFailed,
+    ActivityTimeoutError,
     ChildWorkflowCancelled,
     ChildWorkflowFailed,
     ChildWorkflowTerminated,
@@ -275,6 +276,10 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
             self._timer_fired(step, future)
         elif kind in _CHILD_ERRORS:
             self._resolve(future, error=failures.rebuild(_CHILD_ERRORS[kind], event.payload))
+        elif kind == EventType.ACTIVITY_TIMED_OUT:
+            error = failures.rebuild(ActivityTimeoutError, event.payload)
+            error._timeout_kind = event.payload.get("timeout_kind")  # type: ignore[attr-defined]
+            self._resolve(future, error=error)
         else:
             self._resolve(future, error=failures.rebuild(ActivityFailed, event.payload))
 

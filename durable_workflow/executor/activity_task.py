@@ -25,6 +25,7 @@ from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
 from durable_workflow.executor import dispatch, hooks, lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
+from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -91,7 +92,12 @@ def _claim(task_id: Any) -> Lease | None:
         activities.expire_attempt(execution.current_attempt_id, now=now)
         expires = now + dt.timedelta(seconds=settings.ACTIVITY_LEASE_SECONDS)
         attempt_id, number = activities.start_attempt(
-            execution, task_id=claimed.id, owner=worker_id(), lease_expires_at=expires, now=now
+            execution,
+            task_id=claimed.id,
+            owner=worker_id(),
+            lease_expires_at=expires,
+            now=now,
+            deadlines=attempt_deadlines(execution.options, now),
         )
         lifecycle.append(
             run,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
+import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -11,7 +12,7 @@ from django.db import transaction
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
-from durable_workflow.exceptions import ActivityCancelled
+from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_when_locked
 from durable_workflow.models import TERMINAL_RUN_STATUSES
@@ -21,13 +22,75 @@ if TYPE_CHECKING:
     from durable_workflow.executor.activity_task import Lease
 
 
+_DETAIL_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_PROGRESS_KEYS = {"message", "current", "total", "unit", "details"}
+
+
+class HeartbeatProgressError(DurableWorkflowError, ValueError):
+    """Heartbeat progress does not follow the documented shape."""
+
+
+def _number(name: str, value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise HeartbeatProgressError(f"Heartbeat progress {name} must be a number.")
+    if not math.isfinite(value) or value < 0:
+        raise HeartbeatProgressError(f"Heartbeat progress {name} must be finite and >= 0.")
+    return int(value) if float(value).is_integer() else value
+
+
 def _progress(details: Any) -> dict[str, Any] | None:
+    """Validate and normalise heartbeat progress (message, current/total/unit, details)."""
     if details is None:
         return None
     if not isinstance(details, dict):
-        raise TypeError("heartbeat details must be a dict or None")
-    json.dumps(details)  # must be plain JSON data
-    return dict(sorted(details.items())) or None
+        raise HeartbeatProgressError("Heartbeat progress must be a dict or None.")
+    unknown = sorted(set(details) - _PROGRESS_KEYS)
+    if unknown:
+        raise HeartbeatProgressError(f"Heartbeat progress has unknown keys: {', '.join(unknown)}.")
+    out: dict[str, Any] = {}
+    if "message" in details:
+        message = details["message"]
+        if not isinstance(message, str) or not message.strip() or len(message) > 280:
+            raise HeartbeatProgressError(
+                "Heartbeat progress message must be a non-empty string of at most 280 characters."
+            )
+        out["message"] = message
+    for name in ("current", "total"):
+        if details.get(name) is not None:
+            out[name] = _number(name, details[name])
+    if details.get("unit") is not None:
+        unit = details["unit"]
+        if not isinstance(unit, str) or not unit or len(unit) > 64:
+            raise HeartbeatProgressError("Heartbeat progress unit must be 1 to 64 characters.")
+        if "current" not in out and "total" not in out:
+            raise HeartbeatProgressError("Heartbeat progress unit needs current or total.")
+        out["unit"] = unit
+    if details.get("details"):
+        out["details"] = _details(details["details"])
+    return out or None
+
+
+def _details(values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict) or len(values) > 20:
+        raise HeartbeatProgressError("Heartbeat progress details must be a dict of at most 20.")
+    clean: dict[str, Any] = {}
+    for key in sorted(values):
+        value = values[key]
+        if not isinstance(key, str) or not _DETAIL_KEY.fullmatch(key):
+            raise HeartbeatProgressError(f"Heartbeat progress detail key {key!r} is not allowed.")
+        if isinstance(value, str):
+            if not value or len(value) > 191:
+                raise HeartbeatProgressError(
+                    f"Heartbeat progress detail {key} must be 1 to 191 characters."
+                )
+        elif isinstance(value, float):
+            value = _number(f"detail {key}", value) if value >= 0 else value
+            if not math.isfinite(value):
+                raise HeartbeatProgressError(f"Heartbeat progress detail {key} must be finite.")
+        elif value is not None and not isinstance(value, bool | int):
+            raise HeartbeatProgressError(f"Heartbeat progress detail {key} must be a scalar.")
+        clean[key] = value
+    return clean
 
 
 def heartbeat(lease: Lease, details: Any = None) -> bool:
@@ -53,7 +116,14 @@ def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
             return "cancelled"
         if not tasks.renew_lease(lease.task_id, lease.lease_id, lease.generation, until=until):
             return "stale"
-        activities.record_heartbeat(lease.execution.id, lease.attempt_id, now=now, until=until)
+        activities.record_heartbeat(
+            lease.execution.id,
+            lease.attempt_id,
+            now=now,
+            until=until,
+            progress=progress,
+            heartbeat_timeout=lease.execution.options.get("heartbeat_timeout"),
+        )
         payload: dict[str, Any] = {
             "sequence": lease.execution.sequence,
             "activity_execution_id": str(lease.execution.id),

@@ -15,6 +15,7 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
+from durable_workflow.executor.timeouts import schedule_deadlines
 from durable_workflow.models import (
     ActivityStatus,
     AttemptStatus,
@@ -48,6 +49,7 @@ def _schedule_activity(
         queue=command.queue or get_settings().DEFAULT_QUEUE,
         connection=command.connection,
         now=now,
+        deadlines=schedule_deadlines(command.options, now),
     )
     task = tasks.create_task(
         run_id=run.id,

@@ -17,6 +17,7 @@ from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.models import TaskStatus, TaskType
 from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
@@ -28,6 +29,7 @@ logger = logging.getLogger("durable_workflow")
 class RepairReport:
     reclaimed: int
     redispatched: int
+    timed_out: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -37,6 +39,7 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
     settings = get_settings()
     now = now or clock.now()
     reclaimed = 0
+    timed_out = enforce_due_timeouts(now=now, limit=settings.REPAIR_SCAN_LIMIT)
     for task in tasks.expired_leases(now=now, limit=settings.REPAIR_SCAN_LIMIT):
         reclaimed += _reclaim(task, now)
     due = tasks.due_for_redispatch(
@@ -51,9 +54,14 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
         except Exception:  # one bad route or a broker hiccup must not stop the pass
             logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
     tasks.mark_dispatched([t.id for t in due], now=now)
-    if reclaimed or due:
-        logger.info("repair pass: %s leases reclaimed, %s tasks re-sent", reclaimed, len(due))
-    return RepairReport(reclaimed=reclaimed, redispatched=len(due))
+    if reclaimed or due or timed_out:
+        logger.info(
+            "repair pass: %s timeouts enforced, %s leases reclaimed, %s tasks re-sent",
+            timed_out,
+            reclaimed,
+            len(due),
+        )
+    return RepairReport(reclaimed=reclaimed, redispatched=len(due), timed_out=timed_out)
 
 
 @retry_when_locked

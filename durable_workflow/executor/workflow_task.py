@@ -28,6 +28,7 @@ from durable_workflow.executor import lifecycle
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.persist import close, persist
+from durable_workflow.executor.timeouts import expired_deadline, time_out_run
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     FailureCategory,
@@ -61,6 +62,11 @@ def run_workflow_task(task_id: Any) -> str:
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return "skipped"
+        expired = expired_deadline(run, now)
+        if expired is not None:
+            time_out_run(run, *expired, now=now)
+            tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
+            return "timed_out"
         if claimed.payload.get("absorb_children"):
             lifecycle.append(run, report_children(run), now=now)
         try:

@@ -50,8 +50,10 @@ def create_execution(
     queue: str | None,
     connection: str | None,
     now: dt.datetime,
+    deadlines: dict[str, dt.datetime | None] | None = None,
 ) -> ActivityRecord:
     row = ActivityExecution.objects.create(
+        **(deadlines or {}),
         id=uuid7(),
         run_id=run_id,
         sequence=sequence,
@@ -79,10 +81,12 @@ def start_attempt(
     lease_expires_at: dt.datetime,
     now: dt.datetime,
     retry_reason: str | None = None,
+    deadlines: dict[str, dt.datetime | None] | None = None,
 ) -> tuple[uuid.UUID, int]:
     """A new attempt row; the execution points at it as the only one that may settle."""
     number = execution.attempt_count + 1
     attempt = ActivityAttempt.objects.create(
+        **(deadlines or {}),
         id=uuid7(),
         execution_id=execution.id,
         attempt_number=number,
@@ -97,6 +101,7 @@ def start_attempt(
         attempt_count=number,
         current_attempt_id=attempt.id,
         started_at=now,
+        schedule_to_start_deadline_at=None,
     )
     return attempt.id, number
 
@@ -124,12 +129,61 @@ def reopen_execution(execution_id: uuid.UUID) -> None:
 
 
 def record_heartbeat(
-    execution_id: uuid.UUID, attempt_id: uuid.UUID, *, now: dt.datetime, until: dt.datetime
+    execution_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    *,
+    now: dt.datetime,
+    until: dt.datetime,
+    progress: dict[str, Any] | None = None,
+    heartbeat_timeout: int | None = None,
 ) -> None:
-    ActivityExecution.objects.filter(id=execution_id).update(last_heartbeat_at=now)
-    ActivityAttempt.objects.filter(id=attempt_id).update(
-        last_heartbeat_at=now, lease_expires_at=until
+    ActivityExecution.objects.filter(id=execution_id).update(
+        last_heartbeat_at=now, last_heartbeat_progress=progress
     )
+    changes: dict[str, Any] = {"last_heartbeat_at": now, "lease_expires_at": until}
+    if heartbeat_timeout:
+        changes["heartbeat_deadline_at"] = now + dt.timedelta(seconds=heartbeat_timeout)
+    ActivityAttempt.objects.filter(id=attempt_id).update(**changes)
+
+
+def set_deadlines(execution_id: uuid.UUID, **deadlines: dt.datetime | None) -> None:
+    ActivityExecution.objects.filter(id=execution_id).update(**deadlines)
+
+
+_OPEN = (ActivityStatus.PENDING, ActivityStatus.RUNNING)
+
+
+def _due(kind: str, now: dt.datetime) -> Any:
+    """Executions whose ``kind`` timeout has expired (a queryset of executions)."""
+    rows = ActivityExecution.objects.all()
+    if kind == "schedule_to_close":
+        return rows.filter(status__in=_OPEN, schedule_to_close_deadline_at__lte=now)
+    if kind == "schedule_to_start":
+        return rows.filter(status=ActivityStatus.PENDING, schedule_to_start_deadline_at__lte=now)
+    field = "start_to_close_deadline_at" if kind == "start_to_close" else "heartbeat_deadline_at"
+    attempts = ActivityAttempt.objects.filter(
+        status=AttemptStatus.RUNNING, **{f"{field}__lte": now}
+    ).values("id")
+    return rows.filter(status=ActivityStatus.RUNNING, current_attempt_id__in=attempts)
+
+
+TIMEOUT_KINDS = ("schedule_to_close", "schedule_to_start", "start_to_close", "heartbeat")
+
+
+def timeouts_due(*, now: dt.datetime, limit: int) -> list[tuple[uuid.UUID, str]]:
+    """(execution id, timeout kind) for every expired activity timeout, most final first."""
+    found: list[tuple[uuid.UUID, str]] = []
+    seen: set[uuid.UUID] = set()
+    for kind in TIMEOUT_KINDS:
+        for execution_id in _due(kind, now).values_list("id", flat=True)[:limit]:
+            if execution_id not in seen:
+                seen.add(execution_id)
+                found.append((execution_id, kind))
+    return found[:limit]
+
+
+def timeout_still_due(execution_id: uuid.UUID, kind: str, *, now: dt.datetime) -> bool:
+    return bool(_due(kind, now).filter(id=execution_id).exists())
 
 
 def expire_attempt(attempt_id: uuid.UUID | None, *, now: dt.datetime) -> None:

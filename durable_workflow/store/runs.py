@@ -165,3 +165,14 @@ def continuation_fields(run_id: uuid.UUID) -> dict[str, Any]:
         )
         .get()
     )
+
+
+def runs_past_deadline(*, now: dt.datetime, limit: int) -> list[uuid.UUID]:
+    """Open runs whose execution or run deadline has passed."""
+    from django.db.models import Q
+
+    return list(
+        WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
+        .filter(Q(execution_deadline_at__lte=now) | Q(run_deadline_at__lte=now))
+        .values_list("id", flat=True)[:limit]
+    )

@@ -84,3 +84,39 @@ def test_update_round_trip_through_a_worker(start_worker):
     assert stub.update("mark-ready", True) == {"ready": True}
     stub.wait(timeout=30)
     assert stub.output() == [True, []]
+
+
+def test_a_200_way_fanout_completes(start_worker):
+    start_worker()
+    start_worker()
+    stub = WorkflowStub.make("tests.fanout", "accept-fanout")
+    stub.start(200)
+    stub.wait(timeout=240)
+    assert stub.status() == "completed", stub.status()
+    assert stub.output() == list(range(200))
+    assert_history_exactly_once(stub)
+
+
+def test_child_on_another_queue_is_served_by_another_worker(start_worker):
+    from durable_workflow.models import Task, WorkflowRun
+
+    start_worker(queues="celery")
+    start_worker(queues="children")
+    stub = WorkflowStub.make("tests.parent", "accept-child-queue")
+    stub.start("queued-child")
+    stub.wait(timeout=60)
+    assert stub.status() == "completed"
+    assert stub.output() == {"echo": 8}
+    child = WorkflowRun.objects.get(parent_run_id=stub.run_id())
+    assert child.queue == "children"
+    parent_owners = set(
+        Task.objects.filter(run_id=stub.run_id(), task_type="workflow").values_list(
+            "lease_owner", flat=True
+        )
+    )
+    child_owners = set(
+        Task.objects.filter(run_id=child.id, task_type="workflow").values_list(
+            "lease_owner", flat=True
+        )
+    )
+    assert parent_owners and child_owners and not parent_owners & child_owners

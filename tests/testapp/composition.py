@@ -60,6 +60,8 @@ class Parent(Workflow):
                     lambda: dw.timer(5),
                 ]
             )
+        if mode == "queued-child":
+            return dw.child(ChildEcho, ChildWorkflowOptions(queue="children"), 7)
         if mode == "signal-child":
             results = dw.all([lambda: dw.child(ChildEcho, "x", "wait"), lambda: dw.timer(1)])
             return results
@@ -178,3 +180,52 @@ class Budget(Workflow):
             dw.activity(w.Add, 1, 1)
             seen.append(self.history_length())
         return {"steps": len(seen), "length": self.history_length()}
+
+
+class Booking(Workflow):
+    """A saga: book three things, fail on demand, compensate."""
+
+    type_key = "tests.booking"
+
+    def handle(
+        self, fail_step: int, parallel: bool = False, continue_with_error: bool = False
+    ) -> Any:
+        w = _acts()
+        self.set_parallel_compensation(parallel).set_continue_with_error(continue_with_error)
+        try:
+            for step in (1, 2, 3):
+                if step == fail_step:
+                    dw.activity(w.Flaky, ActivityOptions(max_attempts=1), 99)
+                dw.activity(w.Greet, f"book-{step}")
+                self.add_compensation(lambda step=step: dw.activity(w.Greet, f"undo-{step}"))
+            if fail_step >= 4:
+                if fail_step == 5:  # a compensation that itself fails
+                    self.add_compensation(lambda: dw.activity(w.Refuse))
+                dw.activity(w.Flaky, ActivityOptions(max_attempts=1), 99)
+        except w.PaymentDeclined:
+            self.compensate()
+            return "compensated"
+        return "booked"
+
+
+class Timeouts(Workflow):
+    type_key = "tests.timeouts"
+
+    def handle(self, kind: str) -> Any:
+        w = _acts()
+        options = {
+            "schedule_to_start": ActivityOptions(
+                schedule_to_start_timeout=5, max_attempts=2, backoff=[0]
+            ),
+            "start_to_close": ActivityOptions(
+                start_to_close_timeout=5, max_attempts=2, backoff=[0]
+            ),
+            "schedule_to_close": ActivityOptions(
+                schedule_to_close_timeout=5, max_attempts=3, backoff=[0]
+            ),
+            "heartbeat": ActivityOptions(heartbeat_timeout=5, max_attempts=1),
+        }[kind]
+        try:
+            return dw.activity(w.Add, 1, 1, options=options)
+        except dw.ActivityTimeoutError as exc:
+            return {"timed_out": exc.timeout_kind}

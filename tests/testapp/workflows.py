@@ -247,6 +247,7 @@ class Cancellable(Workflow):
 from tests.testapp import testing_workflows  # noqa: E402,F401  (registers them)
 from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
     AsyncBranches,
+    Booking,
     Budget,
     Fanout,
     Looper,
@@ -254,4 +255,5 @@ from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
     Parent,
     PokeParent,
     Selector,
+    Timeouts,
 )

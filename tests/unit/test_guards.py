@@ -12,6 +12,7 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "ActivityTimeoutError",
     "Activity",
     "ActivityCancelled",
     "ActivityFailed",

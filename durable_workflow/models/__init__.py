@@ -36,6 +36,7 @@ from durable_workflow.models.tasks import (
     Task,
     Timer,
 )
+from durable_workflow.models.visibility import SearchAttribute
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
@@ -58,6 +59,7 @@ __all__ = [
     "ScheduleHistoryEvent",
     "ScheduleOverlapPolicy",
     "ScheduleStatus",
+    "SearchAttribute",
     "SignalStatus",
     "Task",
     "TaskStatus",

@@ -40,6 +40,7 @@ class WorkflowRun(models.Model):
     run_number = models.PositiveIntegerField(default=1)
     workflow_type = models.CharField(max_length=255)
     workflow_class = models.CharField(max_length=255, blank=True, default="")
+    workflow_definition_fingerprint = models.CharField(max_length=80, blank=True, default="")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     closed_reason = models.CharField(max_length=32, null=True, blank=True)
     payload_codec = models.CharField(max_length=16, default="avro")
@@ -85,6 +86,8 @@ class WorkflowRun(models.Model):
         indexes = [
             models.Index(fields=["status", "workflow_type"], name="dw_run_status_type"),
             models.Index(fields=["created_at"], name="dw_run_created"),
+            models.Index(fields=["business_key"], name="dw_run_business_key"),
+            models.Index(fields=["workflow_type", "started_at"], name="dw_run_type_started"),
         ]
 
     def __str__(self) -> str:

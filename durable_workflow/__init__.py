@@ -21,14 +21,19 @@ from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.helpers import (
     activity,
     days,
+    deprecate_patch,
     execute_activity,
+    get_version,
     hours,
     minutes,
     months,
     now,
+    patched,
     seconds,
     side_effect,
     timer,
+    upsert_memo,
+    upsert_search_attributes,
     uuid4,
     uuid7,
     wait,
@@ -39,6 +44,7 @@ from durable_workflow.authoring.helpers import (
 )
 from durable_workflow.authoring.workflow import Workflow
 from durable_workflow.engine.groups import OperationHandle, SelectionResult
+from durable_workflow.engine.versions import DEFAULT_VERSION
 from durable_workflow.exceptions import (
     ActivityCancelled,
     ActivityFailed,
@@ -97,6 +103,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "DEFAULT_VERSION",
     "Activity",
     "ActivityCancelled",
     "ActivityFailed",
@@ -145,13 +152,16 @@ __all__ = [
     "child",
     "continue_as_new",
     "days",
+    "deprecate_patch",
     "execute_activity",
     "execute_child_workflow",
+    "get_version",
     "hours",
     "minutes",
     "months",
     "now",
     "parallel",
+    "patched",
     "query",
     "run_async",
     "seconds",
@@ -160,6 +170,8 @@ __all__ = [
     "signal",
     "timer",
     "update",
+    "upsert_memo",
+    "upsert_search_attributes",
     "uuid4",
     "uuid7",
     "wait",

@@ -50,6 +50,14 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
+    #: Cache alias whose lock keeps schedule ticks from overlapping (django-redis in production).
+    SCHEDULE_LOCK_CACHE: str = "default"
+    #: How long a tick may hold that lock before it is presumed dead.
+    SCHEDULE_LOCK_TIMEOUT_SECONDS: int = 300
+    #: Seconds between ticks for ``schedule_tick --loop`` and the Celery beat entry.
+    SCHEDULE_TICK_INTERVAL_SECONDS: float = 10.0
+    #: Namespace stamped on schedules (and, later, on runs) of this deployment.
+    NAMESPACE: str = "default"
     #: ``should_continue_as_new()`` turns true at this many history events (0: never).
     CONTINUE_AS_NEW_EVENT_THRESHOLD: int = 10_000
     #: ... or at this many bytes of history payload (0: never).

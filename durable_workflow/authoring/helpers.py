@@ -182,3 +182,39 @@ def wait_with_timeout(
 ) -> Any:
     """``wait(condition, timeout=timeout, condition_key=...)`` with the deadline first."""
     return wait(condition, timeout=timeout, condition_key=condition_key)
+
+
+def get_version(change_id: str, min_supported: int = -1, max_supported: int = 1) -> int:
+    """The version of a change point this run follows (see docs/how-to/versioning.md).
+
+    New executions record ``max_supported``; runs that predate the change point
+    get ``DEFAULT_VERSION`` (-1); a recorded version outside the supported range
+    raises ``VersionNotSupported``.
+    """
+    return _runtime("get_version").get_version(change_id, min_supported, max_supported, "version")
+
+
+def patched(change_id: str) -> bool:
+    """True when this run takes the code path introduced by ``change_id``."""
+    return _runtime("patched").get_version(change_id, -1, 1, "patch") == 1
+
+
+def deprecate_patch(change_id: str) -> None:
+    """Use once every run that took the old path is finished: always the new path."""
+    _runtime("deprecate_patch").get_version(change_id, 1, 1, "patch")
+
+
+def upsert_memo(entries: dict[str, Any]) -> None:
+    """Merge ``entries`` into the run's memo (None deletes a key); a durable step."""
+    from durable_workflow.authoring.visibility import check_memo
+
+    _runtime("upsert_memo").upsert_visibility("memo", check_memo(entries))
+
+
+def upsert_search_attributes(attributes: dict[str, Any]) -> None:
+    """Merge ``attributes`` into the run's search attributes (None deletes); a durable step."""
+    from durable_workflow.authoring.visibility import check_search_attributes
+
+    _runtime("upsert_search_attributes").upsert_visibility(
+        "search_attributes", check_search_attributes(attributes)
+    )

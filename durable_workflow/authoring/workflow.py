@@ -104,3 +104,8 @@ class Workflow(SagaMixin):
     select = staticmethod(composition.select)
     run_async = staticmethod(composition.run_async)
     continue_as_new = staticmethod(composition.continue_as_new)
+    get_version = staticmethod(helpers.get_version)
+    patched = staticmethod(helpers.patched)
+    deprecate_patch = staticmethod(helpers.deprecate_patch)
+    upsert_memo = staticmethod(helpers.upsert_memo)
+    upsert_search_attributes = staticmethod(helpers.upsert_search_attributes)

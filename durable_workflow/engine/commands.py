@@ -71,6 +71,25 @@ class RecordSelection:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordVersionMarker:
+    change_id: str
+    version: int
+    min_supported: int
+    max_supported: int
+    sequence: int
+    marker_kind: str = "version"
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertVisibility:
+    """``upsert_memo`` (kind ``memo``) or ``upsert_search_attributes`` (``search_attributes``)."""
+
+    step: int
+    kind: str
+    entries: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ContinueAsNew:
     arguments: Envelope
 
@@ -175,6 +194,8 @@ Command = (
     | SignalChild
     | CancelActivity
     | RecordSelection
+    | RecordVersionMarker
+    | UpsertVisibility
     | StartTimer
     | RecordSideEffect
     | RecordFailureHandled

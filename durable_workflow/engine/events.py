@@ -52,6 +52,10 @@ class EventType(StrEnum):
     PARENT_CLOSE_POLICY_APPLIED = "ParentClosePolicyApplied"
     SELECTION_RESOLVED = "SelectionResolved"
     SELECTION_OPERATION_CANCELLED = "SelectionOperationCancelled"
+    VERSION_MARKER_RECORDED = "VersionMarkerRecorded"
+    SCHEDULE_TRIGGERED = "ScheduleTriggered"
+    MEMO_UPSERTED = "MemoUpserted"
+    SEARCH_ATTRIBUTES_UPSERTED = "SearchAttributesUpserted"
 
 
 #: Events written because the body asked for something; keyed by step. (A
@@ -65,6 +69,8 @@ COMMAND_EVENTS = frozenset(
         EventType.SIGNAL_WAIT_OPENED,
         EventType.CONDITION_WAIT_OPENED,
         EventType.CHILD_WORKFLOW_SCHEDULED,
+        EventType.MEMO_UPSERTED,
+        EventType.SEARCH_ATTRIBUTES_UPSERTED,
     }
 )
 

@@ -52,6 +52,7 @@ from durable_workflow.engine.events import (
 from durable_workflow.engine.groups import GroupsMixin
 from durable_workflow.engine.inbox import InboxMixin
 from durable_workflow.engine.steps import StepsMixin
+from durable_workflow.engine.versions import VersionsMixin
 from durable_workflow.exceptions import (
     ActivityFailed,
     ActivityTimeoutError,
@@ -73,6 +74,8 @@ _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.SIGNAL_WAIT_OPENED: lambda p: ("signal", p.get("signal_name")),
     EventType.CONDITION_WAIT_OPENED: lambda p: ("condition", p.get("condition_key")),
     EventType.CHILD_WORKFLOW_SCHEDULED: lambda p: ("child", p.get("child_workflow_type")),
+    EventType.MEMO_UPSERTED: lambda p: ("memo", None),
+    EventType.SEARCH_ATTRIBUTES_UPSERTED: lambda p: ("search_attributes", None),
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
@@ -81,6 +84,8 @@ _EVENT_OF_KIND = {
     "signal": EventType.SIGNAL_WAIT_OPENED,
     "condition": EventType.CONDITION_WAIT_OPENED,
     "child": EventType.CHILD_WORKFLOW_SCHEDULED,
+    "memo": EventType.MEMO_UPSERTED,
+    "search_attributes": EventType.SEARCH_ATTRIBUTES_UPSERTED,
 }
 
 #: History events that record a fact the runtime itself produced, and their dedupe key.
@@ -126,7 +131,7 @@ class Future:
         self.waiters: list[greenlet.greenlet] = []
 
 
-class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
+class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -171,6 +176,7 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
         self._sizes = (0, 0)  # (events measured, their payload bytes)
         self._init_inbox()
         self._init_groups()
+        self._init_versions()
 
     # ------------------------------------------------------------------ feeding
     @property
@@ -209,6 +215,11 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
             if kind in _MARKER_KEYS:
                 self._markers.add(_MARKER_KEYS[kind](event.payload))
                 continue
+            if kind == EventType.VERSION_MARKER_RECORDED:
+                change_id = str(event.payload.get("change_id"))
+                self._versions[change_id] = dict(event.payload)
+                self._markers.add(("version", change_id))
+                continue
             if kind == EventType.ACTIVITY_CANCELLED and event.payload.get("selection_group_id"):
                 self._markers.add(("sel_cancel", event.step))
             step = event.step
@@ -232,6 +243,7 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin):
         kind = event.event_type
         if kind == EventType.WORKFLOW_STARTED:
             self._now = event.recorded_at
+            self.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
             args = envelope.decode(event.payload["arguments"], expected_codec=self.codec)
             self._spawn(self._main, *(args or []))
         elif kind in RESOLUTION_EVENTS:

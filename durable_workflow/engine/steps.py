@@ -25,6 +25,7 @@ from durable_workflow.engine.commands import (
     SignalChild,
     StartChild,
     StartTimer,
+    UpsertVisibility,
 )
 from durable_workflow.exceptions import DurableWorkflowError, NonDeterminismError
 
@@ -188,6 +189,13 @@ class StepsMixin:
             ),
             recorded,
         )
+
+    def upsert_visibility(self: WorkflowRuntime, kind: str, entries: dict[str, Any]) -> None:
+        """Record a memo or search-attribute upsert once; replay finds it recorded."""
+        if self._collecting:
+            raise TypeError(f"upserting {kind} cannot be a member of all() or select()")
+        step, recorded = self._next_step((kind, None))
+        self._issue(UpsertVisibility(step=step, kind=kind, entries=dict(entries)), recorded)
 
     def side_effect(self: WorkflowRuntime, fn: Callable[[], Any]) -> Any:
         if self._collecting:

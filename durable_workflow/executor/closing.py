@@ -119,7 +119,16 @@ def continue_as_new(run: RunRecord, arguments: dict[str, Any], *, now: dt.dateti
     )
     run.set(status="completed", closed_reason="continued", closed_at=now)
     events = finish(run, {}, now=now)
+    from durable_workflow.executor.start import _fingerprint
+
+    fingerprint = _fingerprint(run.workflow_type)
+    following.set(workflow_definition_fingerprint=fingerprint)
+    if carried.get("search_attributes"):
+        from durable_workflow.store import visibility as visibility_store
+
+        visibility_store.replace_attributes(following.id, carried["search_attributes"])
     started = {
+        "workflow_definition_fingerprint": fingerprint,
         "workflow_type": run.workflow_type,
         "workflow_class": run.workflow_class,
         "workflow_instance_id": run.instance_id,

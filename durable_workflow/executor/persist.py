@@ -6,12 +6,16 @@ the order the body produced them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
+from durable_workflow.authoring.visibility import encoded_size, merge
+from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
+from durable_workflow.exceptions import StructuralLimitExceeded
 from durable_workflow.executor import dispatch
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
@@ -24,21 +28,25 @@ from durable_workflow.models import (
     UpdateStatus,
 )
 from durable_workflow.store import activities, commands, messages, tasks
+from durable_workflow.store import visibility as visibility_store
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
 
 
 def persist(run: RunRecord, new: list[c.Command], *, now: dt.datetime) -> list[Event]:
+    """Rows and events for the task's new commands; raises ``StructuralLimitExceeded``."""
     events: list[Event] = []
     for command in new:
         events += _HANDLERS[type(command)](run, command, now)
+    _check_size("history_transaction_size", len(events))
     return events
 
 
 def _schedule_activity(
     run: RunRecord, command: c.ScheduleActivity, now: dt.datetime
 ) -> list[Event]:
+    _check_size("payload_size", envelope.encoded_size(command.arguments))
     execution = activities.create_execution(
         run_id=run.id,
         sequence=command.step,
@@ -274,7 +282,40 @@ def _record_selection(run: RunRecord, command: c.RecordSelection, now: dt.dateti
     return [(command.event_type, dict(command.payload))]
 
 
+def _version_marker(
+    run: RunRecord, command: c.RecordVersionMarker, now: dt.datetime
+) -> list[Event]:
+    return [(EventType.VERSION_MARKER_RECORDED, dataclasses.asdict(command))]
+
+
+def _upsert_visibility(
+    run: RunRecord, command: c.UpsertVisibility, now: dt.datetime
+) -> list[Event]:
+    """Merge the entries into the run (None deletes) and check the size limit."""
+    memo, attributes = visibility_store.current_visibility(run.id)
+    if command.kind == "memo":
+        merged = merge(memo, command.entries)
+        _check_size("memo_size", encoded_size(merged))
+        visibility_store.update_run_visibility(run.id, memo=merged)
+        payload = {"sequence": command.step, "entries": command.entries, "merged": merged}
+        return [(EventType.MEMO_UPSERTED, payload)]
+    merged = merge(attributes, command.entries)
+    _check_size("search_attribute_size", encoded_size(merged))
+    visibility_store.update_run_visibility(run.id, search_attributes=merged)
+    visibility_store.replace_attributes(run.id, merged)
+    payload = {"sequence": command.step, "attributes": command.entries, "merged": merged}
+    return [(EventType.SEARCH_ATTRIBUTES_UPSERTED, payload)]
+
+
+def _check_size(kind: str, value: int) -> None:
+    configured = get_settings().limit(kind)
+    if configured and value > configured:
+        raise StructuralLimitExceeded(kind, value, configured)
+
+
 _HANDLERS: dict[type, Any] = {
+    c.RecordVersionMarker: _version_marker,
+    c.UpsertVisibility: _upsert_visibility,
     c.StartChild: _start_child,
     c.SignalChild: _signal_child,
     c.CancelActivity: _cancel_activity,

@@ -25,6 +25,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.options import DuplicateStartPolicy, StartOptions
 from durable_workflow.store import commands, runs, tasks
+from durable_workflow.store import visibility as visibility_store
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +53,14 @@ def start_workflow(
     encoded_arguments: dict[str, Any] | None = None,
     payload_codec: str | None = None,
     parent: dict[str, Any] | None = None,
+    lineage_events: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> StartOutcome:
     """Record the start command and, unless it is a duplicate, the first run and its task.
 
     ``encoded_arguments`` / ``payload_codec`` / ``parent`` are for child workflows,
-    whose arguments arrive already encoded in the parent's codec.
+    whose arguments arrive already encoded in the parent's codec; ``lineage_events``
+    are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``) and are
+    informational to replay.
     """
     validate_instance_id(instance_id)
     settings = get_settings()
@@ -93,7 +97,14 @@ def start_workflow(
             now=now,
             payload={"workflow_type": workflow_type, **(command_metadata or {})},
         )
+        fingerprint = _fingerprint(workflow_type)
+        run.set(workflow_definition_fingerprint=fingerprint)
+        if options.search_attributes:
+            visibility_store.replace_attributes(
+                run.id, {k: v for k, v in options.search_attributes.items() if v is not None}
+            )
         started = {
+            "workflow_definition_fingerprint": fingerprint,
             "workflow_type": workflow_type,
             "workflow_class": workflow_class,
             "workflow_instance_id": instance_id,
@@ -111,6 +122,7 @@ def start_workflow(
             [
                 (EventType.START_ACCEPTED, {"command_id": str(command.id)}),
                 (EventType.WORKFLOW_STARTED, started),
+                *(lineage_events or []),
             ],
             now=now,
         )
@@ -128,6 +140,16 @@ def start_workflow(
     return StartOutcome(True, "started_new", command.id, instance_id, run.id)
 
 
+def _fingerprint(workflow_type: str) -> str:
+    from durable_workflow import registry
+    from durable_workflow.engine.versions import definition_fingerprint
+
+    try:
+        return definition_fingerprint(registry.workflow_class(workflow_type))
+    except LookupError:
+        return ""
+
+
 def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
     def deadline(seconds: int | None) -> dt.datetime | None:
         return now + dt.timedelta(seconds=seconds) if seconds else None
@@ -136,7 +158,7 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
         "business_key": options.business_key,
         "labels": dict(options.labels),
         "memo": dict(options.memo),
-        "search_attributes": dict(options.search_attributes),
+        "search_attributes": {k: v for k, v in options.search_attributes.items() if v is not None},
         "execution_timeout_seconds": options.execution_timeout_seconds,
         "run_timeout_seconds": options.run_timeout_seconds,
         "execution_deadline_at": deadline(options.execution_timeout_seconds),

@@ -8,6 +8,7 @@ run itself is left exactly as it was, ready for ``repair`` once code is fixed.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from typing import Any
@@ -16,11 +17,13 @@ from django.db import transaction
 
 from durable_workflow import clock, registry
 from durable_workflow.conf import get_settings
+from durable_workflow.engine.commands import FailWorkflow
 from durable_workflow.engine.failures import describe
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
     NonDeterminismError,
     PayloadCodecError,
+    StructuralLimitExceeded,
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
@@ -92,7 +95,11 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
     with orm_guard():
         try:
             runtime.feed(history.load_history(run.id))
-            events = persist(run, runtime.take_commands(), now=now)
+            try:
+                with transaction.atomic():
+                    events = persist(run, runtime.take_commands(), now=now)
+            except StructuralLimitExceeded as exc:
+                events, runtime.closed = [], structural_failure(exc)
             if runtime.closed is not None:
                 events += close(run, runtime.closed, now=now)
             else:
@@ -101,6 +108,16 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
             run.set(last_progress_at=now, workflow_task_sequence=run.next_sequence - 1)
         finally:
             runtime.dispose()
+
+
+def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:
+    info = describe(exc, category=FailureCategory.STRUCTURAL_LIMIT)
+    details = {
+        "structural_limit_kind": exc.kind,
+        "structural_limit_value": exc.value,
+        "structural_limit_configured": exc.configured,
+    }
+    return FailWorkflow(failure=dataclasses.replace(info, details=details))
 
 
 def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: dt.datetime) -> None:

@@ -31,6 +31,7 @@ class RunRecord:
     closed_at: dt.datetime | None
     created_at: dt.datetime
     business_key: str | None = None
+    workflow_definition_fingerprint: str = ""
     cancel_requested_at: dt.datetime | None = None
     parent_run_id: uuid.UUID | None = None
     parent_sequence: int | None = None

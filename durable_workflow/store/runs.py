@@ -36,6 +36,7 @@ _RUN_FIELDS = (
     "closed_at",
     "created_at",
     "business_key",
+    "workflow_definition_fingerprint",
     "cancel_requested_at",
     "parent_run_id",
     "parent_sequence",

@@ -213,7 +213,7 @@ class Heartbeating(Activity):
     def handle(self, beats: int) -> int:
         for index in range(beats):
             try:
-                self.heartbeat({"beat": index})
+                self.heartbeat({"current": index, "unit": "beats"})
             except dw.ActivityCancelled:
                 record(self, "saw-cancel")
                 raise
@@ -244,7 +244,10 @@ class Cancellable(Workflow):
         raise ValueError(mode)
 
 
-from tests.testapp import testing_workflows  # noqa: E402,F401  (registers them)
+from tests.testapp import (
+    testing_workflows,  # noqa: F401  (registers them)
+    webhook_workflows,  # noqa: F401  (registers them)
+)
 from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
     AsyncBranches,
     Booking,
@@ -257,3 +260,4 @@ from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
     Selector,
     Timeouts,
 )
+from tests.testapp.versioned import Patched, Tagged, Versioned  # noqa: E402,F401

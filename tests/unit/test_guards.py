@@ -12,6 +12,12 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "DEFAULT_VERSION",
+    "deprecate_patch",
+    "get_version",
+    "patched",
+    "upsert_memo",
+    "upsert_search_attributes",
     "ActivityTimeoutError",
     "Activity",
     "ActivityCancelled",

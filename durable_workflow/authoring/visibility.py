@@ -1,0 +1,64 @@
+"""Rules for memo and search-attribute entries (shared by StartOptions and the upserts)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from durable_workflow.exceptions import ConfigurationError
+
+_MEMO_KEY_MAX = 64
+_ATTRIBUTE_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+ATTRIBUTE_STRING_MAX = 191
+
+
+class InvalidVisibilityError(ConfigurationError, ValueError):
+    """A memo or search-attribute entry breaks the key or value rules."""
+
+
+def check_memo(entries: Any) -> dict[str, Any]:
+    """Keys 1..64 characters; values any JSON data (None deletes the key on upsert)."""
+    if not isinstance(entries, dict):
+        raise InvalidVisibilityError("memo entries must be a dict")
+    for key, value in entries.items():
+        if not isinstance(key, str) or not key or len(key) > _MEMO_KEY_MAX:
+            raise InvalidVisibilityError(f"memo keys must be 1 to 64 characters, got {key!r}")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InvalidVisibilityError(f"memo value for {key!r} is not plain JSON data") from None
+    return dict(sorted(entries.items()))
+
+
+def check_search_attributes(attributes: Any) -> dict[str, Any]:
+    """Keys 1..64 of letters, digits, '-', '_'; values str (<= 191), int, float, bool or None."""
+    if not isinstance(attributes, dict):
+        raise InvalidVisibilityError("search attributes must be a dict")
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not _ATTRIBUTE_KEY.fullmatch(key):
+            raise InvalidVisibilityError(
+                f"search attribute keys must be 1 to 64 letters, digits, '-' or '_': {key!r}"
+            )
+        if isinstance(value, str):
+            if len(value) > ATTRIBUTE_STRING_MAX:
+                raise InvalidVisibilityError(
+                    f"search attribute {key!r} is longer than {ATTRIBUTE_STRING_MAX} characters"
+                )
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidVisibilityError(f"search attribute {key!r} must be a finite number")
+        elif value is not None and not isinstance(value, bool | int | float):
+            raise InvalidVisibilityError(
+                f"search attribute {key!r} must be a string, number, boolean or None"
+            )
+    return dict(sorted(attributes.items()))
+
+
+def merge(current: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
+    merged = {**current, **entries}
+    return {k: v for k, v in sorted(merged.items()) if v is not None}
+
+
+def encoded_size(entries: dict[str, Any]) -> int:
+    return len(json.dumps(entries, separators=(",", ":"), sort_keys=True).encode())

@@ -1,0 +1,40 @@
+"""Finding runs: by type, status, business key, time range and search attributes.
+
+    from durable_workflow.visibility import list_runs
+
+    list_runs(workflow_type="order-processing", status="waiting",
+              search_attributes={"customer": "acme", "priority__gte": 3})
+
+Search-attribute filters take ``key`` (equality) or ``key__<lookup>`` with
+``gt``, ``gte``, ``lt``, ``lte``, ``in``, ``startswith`` or ``contains``. They
+run against typed, indexed rows, so they work the same on PostgreSQL and SQLite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from durable_workflow.store.visibility import filter_runs
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    instance_id: str
+    run_number: int
+    workflow_type: str
+    status: str
+    closed_reason: str | None
+    business_key: str | None
+    labels: dict[str, Any]
+    memo: dict[str, Any]
+    search_attributes: dict[str, Any]
+    started_at: dt.datetime | None
+    closed_at: dt.datetime | None
+
+
+def list_runs(**filters: Any) -> list[RunSummary]:
+    """Runs matching every given filter, newest first (``limit``/``offset`` page them)."""
+    return [RunSummary(run_id=str(row.pop("id")), **row) for row in filter_runs(**filters)]

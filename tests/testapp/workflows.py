@@ -244,20 +244,12 @@ class Cancellable(Workflow):
         raise ValueError(mode)
 
 
-from tests.testapp import (
-    testing_workflows,  # noqa: F401  (registers them)
-    webhook_workflows,  # noqa: F401  (registers them)
+
+# The other test workflow modules register their classes when imported.
+from tests.testapp import (  # noqa: E402
+    composition,  # noqa: F401
+    messaging,  # noqa: F401
+    testing_workflows,  # noqa: F401
+    versioned,  # noqa: F401
+    webhook_workflows,  # noqa: F401
 )
-from tests.testapp.composition import (  # noqa: E402,F401  (registers them)
-    AsyncBranches,
-    Booking,
-    Budget,
-    Fanout,
-    Looper,
-    Nested,
-    Parent,
-    PokeParent,
-    Selector,
-    Timeouts,
-)
-from tests.testapp.versioned import Patched, Tagged, Versioned  # noqa: E402,F401

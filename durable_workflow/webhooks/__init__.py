@@ -1,0 +1,11 @@
+"""HTTP ingress: start, signal, update, query, cancel, terminate, repair and describe.
+
+``durable_workflow.webhooks.urls`` is the URLconf to include; ``routes()`` builds
+the same patterns for an explicit set of workflows. Settings live in
+``DURABLE_WORKFLOW_WEBHOOKS`` (see ``durable_workflow.webhooks.conf``).
+"""
+
+from durable_workflow.webhooks.auth import AuthenticationFailed, WebhookAuthenticator, signature_of
+from durable_workflow.webhooks.routes import routes
+
+__all__ = ["AuthenticationFailed", "WebhookAuthenticator", "routes", "signature_of"]

@@ -1,0 +1,40 @@
+"""The URL patterns; ``urls.py`` is ``routes()`` with per-class opt-in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import URLPattern, path
+
+from durable_workflow.webhooks import views
+
+
+def routes(workflows: Any = None) -> list[URLPattern]:
+    """Every webhook route. ``workflows`` (classes or type keys, or ``{alias: class}``)
+    replaces the ``webhook`` class attribute and the ``WORKFLOWS`` setting when given."""
+
+    def view(cls: Any) -> Any:
+        return cls.as_view(workflows=workflows)
+
+    instance = "instances/<str:instance_id>/"
+    run = instance + "runs/<str:run_id>/"
+    patterns = [
+        path("start/<str:alias>", view(views.StartView), name="start"),
+        path(
+            "start/<str:alias>/signals/<str:signal>",
+            view(views.SignalWithStartView),
+            name="signal-with-start",
+        ),
+        path("control-plane/start", view(views.ControlPlaneStartView), name="control-plane-start"),
+    ]
+    for prefix, scope in ((instance, "instance"), (run, "run")):
+        patterns += [
+            path(prefix + "signals/<str:signal>", view(views.SignalView), name=f"{scope}-signal"),
+            path(prefix + "queries/<str:query>", view(views.QueryView), name=f"{scope}-query"),
+            path(prefix + "updates/<str:name>", view(views.UpdateView), name=f"{scope}-update"),
+            path(prefix + "cancel", view(views.CancelView), name=f"{scope}-cancel"),
+            path(prefix + "terminate", view(views.TerminateView), name=f"{scope}-terminate"),
+            path(prefix + "repair", view(views.RepairView), name=f"{scope}-repair"),
+            path(prefix + "describe", view(views.DescribeView), name=f"{scope}-describe"),
+        ]
+    return patterns

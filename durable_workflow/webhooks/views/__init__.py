@@ -1,0 +1,28 @@
+"""Class-based JSON views, one module per family of routes."""
+
+from durable_workflow.webhooks.views.commands import (
+    CancelView,
+    RepairView,
+    SignalView,
+    TerminateView,
+)
+from durable_workflow.webhooks.views.reads import DescribeView, QueryView
+from durable_workflow.webhooks.views.start import (
+    ControlPlaneStartView,
+    SignalWithStartView,
+    StartView,
+)
+from durable_workflow.webhooks.views.updates import UpdateView
+
+__all__ = [
+    "CancelView",
+    "ControlPlaneStartView",
+    "DescribeView",
+    "QueryView",
+    "RepairView",
+    "SignalView",
+    "SignalWithStartView",
+    "StartView",
+    "TerminateView",
+    "UpdateView",
+]

@@ -1,0 +1,154 @@
+"""Signal, cancel, terminate and repair, by instance or by run."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+
+from durable_workflow import clock
+from durable_workflow.executor import control, intake
+from durable_workflow.models import CommandStatus, CommandType
+from durable_workflow.store import commands, runs
+from durable_workflow.store.records import InstanceRecord, RunRecord
+from durable_workflow.webhooks import records, responses, validation
+from durable_workflow.webhooks.views.base import WebhookView
+
+
+def command_response(
+    instance: InstanceRecord,
+    selected: RunRecord | None,
+    outcome: Any,
+    *,
+    run_id: Any = None,
+    **extra: Any,
+) -> HttpResponse:
+    """The envelope of a signal/cancel/terminate/repair outcome, with its status code."""
+    run = getattr(outcome, "run_id", run_id)
+    document = responses.command_envelope(
+        outcome=outcome.outcome,
+        accepted=outcome.accepted,
+        workflow_id=instance.instance_id,
+        run_id=str(run) if run else None,
+        command_id=str(outcome.command_id),
+        workflow_type=instance.workflow_type,
+        rejection_reason=outcome.rejection_reason,
+        metadata=getattr(outcome, "metadata", None),
+        target_scope="run" if selected is not None else "instance",
+        requested_run_id=str(selected.id) if selected is not None else None,
+        command_sequence=records.command_sequence(outcome.command_id),
+    )
+    document.update(extra)
+    status = responses.status_of(outcome.outcome, accepted=outcome.accepted)
+    return responses.json_response(document, status)
+
+
+class SignalView(WebhookView):
+    """``POST instances/<id>[/runs/<run>]/signals/<signal>`` with ``{"arguments": [...]}``."""
+
+    def post(
+        self, request: HttpRequest, instance_id: str, signal: str, run_id: str | None = None
+    ) -> HttpResponse:
+        instance = self.exposed_instance(instance_id)
+        selected = self.selected_run(instance, run_id)
+        data = self.body()
+        validation.refuse_unknown(data, {"arguments"})
+        arguments = validation.array(data, "arguments")
+        validation.ensure_encodable(arguments)
+        outcome = intake.send_signal(
+            instance.instance_id,
+            signal,
+            arguments,
+            run_id=selected.id if selected else None,
+            source=responses.COMMAND_SOURCE,
+        )
+        self.ingress([outcome.command_id], data)
+        return command_response(instance, selected, outcome)
+
+
+class CloseView(WebhookView):
+    """``POST .../cancel`` and ``POST .../terminate`` with an optional ``{"reason": ...}``."""
+
+    kind: ClassVar[str] = "cancel"
+
+    def post(
+        self, request: HttpRequest, instance_id: str, run_id: str | None = None
+    ) -> HttpResponse:
+        instance = self.exposed_instance(instance_id)
+        selected = self.selected_run(instance, run_id)
+        data = self.body()
+        validation.refuse_unknown(data, {"reason"})
+        reason = validation.reason(data, self.config)
+        command = control.request_cancel if self.kind == "cancel" else control.request_terminate
+        outcome = command(
+            instance.instance_id,
+            run_id=selected.id if selected else None,
+            reason=reason,
+            source=responses.COMMAND_SOURCE,
+        )
+        self.ingress([outcome.command_id], data)
+        return command_response(instance, selected, outcome, reason=reason)
+
+
+class CancelView(CloseView):
+    kind = "cancel"
+
+
+class TerminateView(CloseView):
+    kind = "terminate"
+
+
+class _Rejected:
+    """A repair refused before the executor saw it (the run is not current)."""
+
+    accepted = False
+    outcome = "rejected_not_current"
+    rejection_reason = "selected_run_not_current"
+
+    def __init__(self, command_id: Any, run_id: Any, metadata: dict[str, Any]):
+        self.command_id = command_id
+        self.run_id = run_id
+        self.metadata = metadata
+
+
+class RepairView(WebhookView):
+    """``POST .../repair``: re-create a lost task or re-send a ready one."""
+
+    def post(
+        self, request: HttpRequest, instance_id: str, run_id: str | None = None
+    ) -> HttpResponse:
+        instance = self.exposed_instance(instance_id)
+        selected = self.selected_run(instance, run_id)
+        data = self.body()
+        validation.refuse_unknown(data, {"reason"})
+        reason = validation.reason(data, self.config) or ""
+        current = runs.current_run(instance.instance_id)
+        if selected is not None and current is not None and current.id != selected.id:
+            outcome: Any = self._reject_historical(instance, selected, current, reason)
+        else:
+            outcome = control.request_repair(
+                instance.instance_id, source=responses.COMMAND_SOURCE, reason=reason
+            )
+        self.ingress([outcome.command_id], data)
+        return command_response(instance, selected, outcome, run_id=current.id if current else None)
+
+    @staticmethod
+    def _reject_historical(
+        instance: InstanceRecord, selected: RunRecord, current: RunRecord, reason: str
+    ) -> _Rejected:
+        metadata = {"requested_run_id": str(selected.id), "resolved_run_id": str(current.id)}
+        with transaction.atomic():
+            command = commands.record_command(
+                instance_id=instance.instance_id,
+                run_id=current.id,
+                command_type=CommandType.REPAIR,
+                status=CommandStatus.REJECTED,
+                outcome=_Rejected.outcome,
+                rejection_reason=_Rejected.rejection_reason,
+                source=responses.COMMAND_SOURCE,
+                reason=reason,
+                metadata=metadata,
+                now=clock.now(),
+            )
+        return _Rejected(command.id, current.id, metadata)

@@ -4,4 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("workflows/ops/", include("durable_workflow.ops_urls")),
+    path("webhooks/", include("durable_workflow.webhooks.urls")),
 ]

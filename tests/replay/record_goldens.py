@@ -15,6 +15,7 @@ import pathlib
 
 import pytest
 
+from durable_workflow.models import WorkflowRun
 from durable_workflow.testing import export_history, freeze
 from tests.testing.scenarios import SCENARIOS, FakeDriver
 
@@ -26,6 +27,9 @@ HISTORIES = pathlib.Path(__file__).parent / "histories"
 def test_record(workflow_fake, scenario):
     freeze(dt.datetime(2025, 1, 1, tzinfo=dt.UTC))  # stable timestamps in the files
     stub = scenario.run(FakeDriver(), f"golden-{scenario.name}")
-    document = export_history(stub.run_id())
-    path = HISTORIES / f"{scenario.name}.json"
-    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    runs = list(WorkflowRun.objects.filter(instance_id=stub.id()).order_by("run_number"))
+    for run in runs:  # continue-as-new: one file per run
+        suffix = f".run-{run.run_number}" if len(runs) > 1 else ""
+        document = export_history(run.id)
+        path = HISTORIES / f"{scenario.name}{suffix}.json"
+        path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")

@@ -158,6 +158,55 @@ def _cancel_with_cleanup(d: Any, iid: str) -> WorkflowStub:
     return stub
 
 
+def _child(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.parent", iid, "simple")
+
+
+def _child_ids_replaced(output: Any, stub: WorkflowStub) -> Any:
+    child = WorkflowStub.load(output["child_id"])
+    return {
+        "result": output["result"],
+        "child_run_completed": child.run_id() == output["run"] and child.completed(),
+    }
+
+
+def _child_failure(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.parent", iid, "catch")
+
+
+def _parallel(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.fanout", iid, 3)
+
+
+def _nested_parallel(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.nested", iid)
+
+
+def _select(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.selector", iid, 3600)
+
+
+def _run_async(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.async-branches", iid)
+
+
+def _continue_as_new(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.looper", iid, 2)
+    stub.signal("tick")
+    d.settle()
+    stub.refresh().signal("tick")  # the second run
+    d.settle()
+    return stub
+
+
+def _run_id_replaced(output: Any, stub: WorkflowStub) -> Any:
+    return {**output, "run_id": output["run_id"] == stub.refresh().run_id()}
+
+
+def _saga(d: Any, iid: str) -> WorkflowStub:
+    return d.start("tests.booking", iid, 2)
+
+
 SCENARIOS = [
     Scenario("sequential-activities", _sequential),
     Scenario("many-steps", _many_steps),
@@ -177,6 +226,14 @@ SCENARIOS = [
     Scenario("condition-timeout", _condition_timeout),
     Scenario("cancel", _cancel),
     Scenario("cancel-with-cleanup", _cancel_with_cleanup),
+    Scenario("child-workflow", _child, _child_ids_replaced),
+    Scenario("child-failure-caught", _child_failure),
+    Scenario("parallel-all", _parallel),
+    Scenario("nested-parallel-with-child", _nested_parallel),
+    Scenario("select", _select),
+    Scenario("run-async", _run_async),
+    Scenario("continue-as-new", _continue_as_new, _run_id_replaced),
+    Scenario("saga-compensation", _saga),
 ]
 
 

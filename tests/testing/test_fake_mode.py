@@ -100,6 +100,19 @@ def test_a_retry_with_back_off_waits_for_the_clock(workflow_fake):
     assert stub.refresh().output() == "second time lucky"
 
 
+def test_child_workflows_run_as_real_nested_runs(workflow_fake):
+    WorkflowStub.mock("tests.add", 100)  # mocks reach the child's activities too
+    parent = WorkflowStub.make("tests.parent", "parent-1")
+    parent.start("simple")
+    output = parent.output()
+    assert output["result"] == {"echo": 100}
+    child = WorkflowStub.load(output["child_id"])
+    assert child.completed() and child.run_id() == output["run"] != parent.run_id()
+    assert "ActivityCompleted" in _event_types(child)
+    assert {"ChildWorkflowScheduled", "ChildRunCompleted"} <= set(_event_types(parent))
+    WorkflowStub.assert_dispatched("tests.add", lambda a, b: (a, b) == (41, 1))
+
+
 def test_timers_stay_durable_rows_until_due(workflow_fake):
     stub = WorkflowStub.make(MyTimerWorkflow, "durable-timer")
     stub.start()

@@ -38,6 +38,17 @@ EXPECTED = {
     "condition-timeout": ("completed", False),
     "cancel": ("cancelled", None),
     "cancel-with-cleanup": ("cancelled", None),
+    "child-workflow": ("completed", {"result": {"echo": 42}, "child_run_completed": True}),
+    "child-failure-caught": ("completed", {"caught": "child refused 1", "child_failed": True}),
+    "parallel-all": ("completed", [0, 1, 2]),
+    "nested-parallel-with-child": ("completed", [1, [2, 6], {"echo": 11}]),
+    "select": (
+        "completed",
+        {"winner": "work", "value": 42, "others": ["cancelled timer", "cancelled signal"]},
+    ),
+    "run-async": ("completed", [101, [2, 12]]),
+    "continue-as-new": ("completed", {"ticks": 2, "run_id": True}),
+    "saga-compensation": ("completed", "compensated"),
 }
 
 

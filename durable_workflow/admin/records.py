@@ -20,6 +20,7 @@ from durable_workflow.models import (
     ActivityExecution,
     ChildCall,
     HistoryEvent,
+    SearchAttribute,
     Task,
     Timer,
     WorkflowCommand,
@@ -328,3 +329,11 @@ class WorkflowUpdateAdmin(IdSearchMixin, RunColumnMixin, EngineAdmin):
     @admin.display(description="result (decoded)")
     def result_display(self, update: WorkflowUpdate) -> str:
         return pre(update.result) if update.result is not None else "-"
+
+
+@admin.register(SearchAttribute)
+class SearchAttributeAdmin(IdSearchMixin, RunColumnMixin, EngineAdmin):
+    list_display = ("run_link", "key", "value_string", "value_number", "value_bool")
+    search_fields = ("=key", "=value_string")
+    search_help_text = "Run id, instance id, exact key or exact string value."
+    readonly_fields = ("run_link",)

@@ -31,6 +31,7 @@ from durable_workflow.admin.payloads import duration, pre
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ChildCall,
+    SearchAttribute,
     Task,
     TaskStatus,
     WorkflowFailure,
@@ -63,7 +64,8 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
     )
     search_fields = ("=instance__instance_id",)
     search_help_text = (
-        "Instance id (exact or prefix), run id, business key, or text in search attributes."
+        "Instance id (exact or prefix), run id, business key, key=value of a search "
+        "attribute, or text in search attributes."
     )
     actions = OPERATOR_ACTIONS
     change_form_template = "durable_workflow/admin/run_change_form.html"
@@ -153,6 +155,10 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
         query |= Q(business_key=term)
         with contextlib.suppress(ValueError):
             query |= Q(pk=uuid.UUID(term))
+        key, equals, value = term.partition("=")
+        if equals and key.strip():
+            typed = SearchAttribute.objects.filter(key=key.strip(), value_string=value.strip())
+            query |= Q(pk__in=typed.values("run_id"))
         attributes = queryset.annotate(_attrs=Cast("search_attributes", TextField()))
         found = attributes.filter(query | Q(_attrs__icontains=term)).values("pk")
         return queryset.filter(pk__in=found), False

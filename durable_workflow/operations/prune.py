@@ -2,7 +2,7 @@
 
 Rows go in dependency order, one batch of runs per transaction: attempts,
 tasks, activity executions, timers, history (in chunks), signals, updates,
-failures, child calls, commands, then the runs, then instances left without
+failures, child calls, search attributes, commands, then the runs, then instances left without
 runs. References from rows that stay (a parent's child call, a continued
 run, an instance's current run) are cleared, never followed.
 """
@@ -29,6 +29,7 @@ from durable_workflow.models import (
     ActivityExecution,
     ChildCall,
     HistoryEvent,
+    SearchAttribute,
     Task,
     Timer,
     WorkflowCommand,
@@ -75,6 +76,7 @@ def _dependents(run_ids: Any) -> list[tuple[str, QuerySet[Any]]]:
         ("updates", WorkflowUpdate.objects.filter(run_id__in=run_ids)),
         ("failures", WorkflowFailure.objects.filter(run_id__in=run_ids)),
         ("child_calls", ChildCall.objects.filter(parent_run_id__in=run_ids)),
+        ("search_attributes", SearchAttribute.objects.filter(run_id__in=run_ids)),
         ("commands", WorkflowCommand.objects.filter(run_id__in=run_ids)),
     ]
 

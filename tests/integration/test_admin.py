@@ -261,3 +261,23 @@ def test_list_counts_are_capped(viewer, world):
     _grow_history(big, 10_050)
     html = viewer.get(url(HistoryEvent)).content.decode()
     assert "10001" in html.replace(",", "").replace("\u00a0", "")
+
+
+def test_typed_search_attribute_rows(viewer, world):
+    from durable_workflow.models import SearchAttribute
+
+    run = WorkflowRun.objects.get(instance_id="adm-sleeper")
+    SearchAttribute.objects.create(run=run, key="region", value_string="eu-west")
+    changelist = url(WorkflowRun)
+    html = viewer.get(changelist, {"q": "region=eu-west"}).content.decode()
+    assert ">adm-sleeper<" in html and ">adm-done<" not in html
+    assert ">adm-sleeper<" not in viewer.get(changelist, {"q": "region=us"}).content.decode()
+    rows = reverse("admin:durable_workflow_searchattribute_changelist")
+    login = User.objects.create_user("attrs", password="x", is_staff=True)
+    login.user_permissions.add(Permission.objects.get(codename="view_searchattribute"))
+    viewer.force_login(login)
+    listing = viewer.get(rows, {"q": "eu-west"})
+    assert listing.status_code == 200 and b"eu-west" in listing.content
+    pk = SearchAttribute.objects.get(key="region").pk
+    detail = reverse("admin:durable_workflow_searchattribute_change", args=[pk])
+    assert viewer.get(detail).status_code == 200

@@ -14,6 +14,7 @@ from durable_workflow.models import (
     ActivityAttempt,
     ActivityExecution,
     HistoryEvent,
+    SearchAttribute,
     Task,
     WorkflowCommand,
     WorkflowFailure,
@@ -38,6 +39,7 @@ def aged(inline):
     inline.run()
     for stub in (old, flaky, signalled):
         assert stub.refresh().completed()
+    SearchAttribute.objects.create(run_id=old.run_id(), key="region", value_string="eu")
     clock.advance(dt.timedelta(days=40))
     recent = start("tests.sequential", "recent-done", "bob")
     inline.run()
@@ -70,6 +72,7 @@ def test_dry_run_counts_and_deletes_nothing(aged):
     )
     assert report["rows"]["instances"] == 3
     assert report["rows"]["signals"] == 1
+    assert report["rows"]["search_attributes"] == 1
     assert {m: m.objects.count() for m in before} == before
 
 

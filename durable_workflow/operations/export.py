@@ -10,28 +10,30 @@ describes it.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import uuid
-from collections.abc import Iterable
 from typing import Any
 
 from durable_workflow import clock
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
-    ActivityExecution,
     ChildCall,
     HistoryEvent,
-    Task,
-    Timer,
-    WorkflowCommand,
-    WorkflowFailure,
     WorkflowInstance,
     WorkflowRun,
-    WorkflowSignal,
-    WorkflowUpdate,
 )
 from durable_workflow.operations import integrity
+from durable_workflow.operations.export_rows import (
+    activities,
+    commands,
+    failures,
+    fields_of,
+    plain,
+    signals,
+    tasks,
+    timers,
+    updates,
+)
 from durable_workflow.operations.redaction import Redaction
 
 SCHEMA = "durable-workflow.v2.history-export"
@@ -43,18 +45,6 @@ SIGNING_KEY_ID_ENV = "DW_V2_HISTORY_EXPORT_SIGNING_KEY_ID"
 
 class ExportError(LookupError):
     """The instance or run to export does not exist."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-def _row(obj: Any, fields: Iterable[str]) -> dict[str, Any]:
-    return {name: _plain(getattr(obj, name)) for name in fields}
 
 
 def select_run(instance_id: str, run_id: str | None = None) -> WorkflowRun:
@@ -109,20 +99,20 @@ def _workflow_block(run: WorkflowRun) -> dict[str, Any]:
         "workflow_class": run.workflow_class,
         "business_key": instance.business_key,
         "instance_status": instance.status,
-        "current_run_id": _plain(instance.current_run_id),
+        "current_run_id": plain(instance.current_run_id),
         "run_count": instance.run_count,
-        "created_at": _plain(instance.created_at),
+        "created_at": plain(instance.created_at),
         "source_runtime": "embedded",
     }
 
 
 def _selected_run(run: WorkflowRun, redact: Redaction) -> dict[str, Any]:
-    block = {"run_id": str(run.id), **_row(run, _RUN_FIELDS)}
+    block = {"run_id": str(run.id), **fields_of(run, _RUN_FIELDS)}
     block["is_current"] = run.instance.current_run_id == run.id
     block["history_event_count"] = run.history_event_count
-    block["parent_run_id"] = _plain(run.parent_run_id)
+    block["parent_run_id"] = plain(run.parent_run_id)
     block["parent_sequence"] = run.parent_sequence
-    block["continued_from_run_id"] = _plain(run.continued_from_id)
+    block["continued_from_run_id"] = plain(run.continued_from_id)
     block["arguments"] = redact(
         run.arguments, path="selected_run.arguments", category="workflow_arguments"
     )
@@ -156,11 +146,11 @@ def _links(run: WorkflowRun) -> dict[str, Any]:
     children = [
         {
             "link_kind": "child",
-            **_row(
+            **fields_of(
                 call,
                 ("sequence", "child_instance_id", "child_workflow_type", "status"),
             ),
-            "child_run_id": _plain(call.child_run_id),
+            "child_run_id": plain(call.child_run_id),
             "parent_close_policy": call.parent_close_policy,
         }
         for call in ChildCall.objects.filter(parent_run_id=run.id).order_by("sequence")
@@ -173,7 +163,7 @@ def _links(run: WorkflowRun) -> dict[str, Any]:
         "projection_source": "durable_rows",
         "parents": parents,
         "children": children,
-        "continued_from_run_id": _plain(run.continued_from_id),
+        "continued_from_run_id": plain(run.continued_from_id),
         "continued_as_run_ids": continued_as,
     }
 
@@ -188,7 +178,7 @@ def _history(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
         {
             "sequence": sequence,
             "event_type": kind,
-            "recorded_at": _plain(at),
+            "recorded_at": plain(at),
             "payload": redact(
                 payload,
                 path=f"history_events[{index}].payload",
@@ -197,191 +187,6 @@ def _history(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
         }
         for index, (sequence, kind, payload, at) in enumerate(rows.iterator(chunk_size=5000))
     ]
-
-
-def _commands(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = ("command_type", "status", "outcome", "rejection_reason", "source", "reason")
-    out = []
-    for index, command in enumerate(
-        WorkflowCommand.objects.filter(run_id=run.id).order_by("created_at", "id")
-    ):
-        row = {
-            "id": str(command.id),
-            **_row(command, fields),
-            "created_at": _plain(command.created_at),
-        }
-        row["payload"] = redact(
-            command.payload, path=f"commands[{index}].payload", category="command_payload"
-        )
-        row["metadata"] = redact(
-            command.metadata, path=f"commands[{index}].metadata", category="command_context"
-        )
-        out.append(row)
-    return out
-
-
-def _signals(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "command_id",
-        "signal_name",
-        "status",
-        "rejection_reason",
-        "received_sequence",
-        "applied_step",
-        "received_at",
-        "applied_at",
-    )
-    return [
-        {
-            **_row(signal, fields),
-            "arguments": redact(
-                signal.arguments, path=f"signals[{i}].arguments", category="signal_payload"
-            ),
-        }
-        for i, signal in enumerate(WorkflowSignal.objects.filter(run_id=run.id))
-    ]
-
-
-def _updates(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "command_id",
-        "update_name",
-        "status",
-        "rejection_reason",
-        "applied_step",
-        "accepted_at",
-        "closed_at",
-    )
-    out = []
-    for i, update in enumerate(WorkflowUpdate.objects.filter(run_id=run.id)):
-        row = _row(update, fields)
-        row["arguments"] = redact(
-            update.arguments, path=f"updates[{i}].arguments", category="update_payload"
-        )
-        row["result"] = redact(
-            update.result, path=f"updates[{i}].result", category="update_payload"
-        )
-        row["failure_message"] = redact(
-            update.failure_message, path=f"updates[{i}].failure_message", category="update_payload"
-        )
-        out.append(row)
-    return out
-
-
-_ATTEMPT_FIELDS = (
-    "id",
-    "attempt_number",
-    "task_id",
-    "status",
-    "lease_owner",
-    "lease_expires_at",
-    "retry_reason",
-    "started_at",
-    "last_heartbeat_at",
-    "closed_at",
-)
-
-
-def _activities(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "sequence",
-        "activity_type",
-        "activity_class",
-        "status",
-        "options",
-        "queue",
-        "connection",
-        "attempt_count",
-        "current_attempt_id",
-        "scheduled_at",
-        "started_at",
-        "closed_at",
-        "last_heartbeat_at",
-    )
-    executions = ActivityExecution.objects.filter(run_id=run.id).prefetch_related("attempts")
-    out = []
-    for i, execution in enumerate(executions.order_by("sequence")):
-        row = _row(execution, fields)
-        row["arguments"] = redact(
-            execution.arguments, path=f"activities[{i}].arguments", category="activity_payload"
-        )
-        row["result"] = redact(
-            execution.result, path=f"activities[{i}].result", category="activity_payload"
-        )
-        row["attempts"] = [_row(a, _ATTEMPT_FIELDS) for a in execution.attempts.all()]
-        out.append(row)
-    return out
-
-
-def _timers(run: WorkflowRun) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "sequence",
-        "status",
-        "delay_seconds",
-        "fire_at",
-        "fired_at",
-        "timer_kind",
-        "created_at",
-    )
-    return [_row(t, fields) for t in Timer.objects.filter(run_id=run.id).order_by("sequence")]
-
-
-def _tasks(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "task_type",
-        "status",
-        "available_at",
-        "queue",
-        "connection",
-        "activity_execution_id",
-        "timer_id",
-        "attempt_count",
-        "lease_owner",
-        "lease_generation",
-        "lease_expires_at",
-        "dispatch_count",
-        "last_dispatched_at",
-        "last_error",
-        "created_at",
-        "updated_at",
-    )
-    out = []
-    for i, task in enumerate(Task.objects.filter(run_id=run.id).order_by("created_at", "id")):
-        row = _row(task, fields)
-        row["payload"] = redact(task.payload, path=f"tasks[{i}].payload", category="task_payload")
-        out.append(row)
-    return out
-
-
-def _failures(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
-    fields = (
-        "id",
-        "source_kind",
-        "source_id",
-        "failure_category",
-        "exception_type",
-        "exception_class",
-        "non_retryable",
-        "details",
-        "created_at",
-    )
-    out = []
-    rows = WorkflowFailure.objects.filter(run_id=run.id).order_by("created_at", "id")
-    for i, failure in enumerate(rows):
-        row = _row(failure, fields)
-        for name in ("message", "traceback"):
-            row[name] = redact(
-                getattr(failure, name),
-                path=f"failures[{i}].{name}",
-                category="failure_diagnostics",
-            )
-        out.append(row)
-    return out
 
 
 def build_bundle(
@@ -415,13 +220,13 @@ def build_bundle(
         "selected_run": _selected_run(run, redact),
         "links": _links(run),
         "history_events": _history(run, redact),
-        "commands": _commands(run, redact),
-        "signals": _signals(run, redact),
-        "updates": _updates(run, redact),
-        "activities": _activities(run, redact),
-        "timers": _timers(run),
-        "tasks": _tasks(run, redact),
-        "failures": _failures(run, redact),
+        "commands": commands(run, redact),
+        "signals": signals(run, redact),
+        "updates": updates(run, redact),
+        "activities": activities(run, redact),
+        "timers": timers(run),
+        "tasks": tasks(run, redact),
+        "failures": failures(run, redact),
         "actionability_contract": dict(ACTIONABILITY_CONTRACT),
     }
     bundle["redaction"] = redact.block()

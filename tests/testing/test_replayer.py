@@ -122,3 +122,14 @@ def test_unknown_runs():
         export_history("not-a-uuid")
     with pytest.raises(WorkflowNotFoundError):
         export_history("01a2270d-2eb6-75ae-9a87-53d8bd52a74b")
+
+
+def test_a_bundle_from_the_history_export_command_replays(workflow_fake):
+    from durable_workflow.operations.export import build_bundle
+
+    stub = WorkflowStub.make("tests.approval", "recorded-7")
+    stub.start("signal")
+    stub.signal("approved-by", "Di")
+    result = Replayer().replay(build_bundle("recorded-7"))
+    assert (result.instance_id, result.run_id) == ("recorded-7", stub.run_id())
+    assert result.closed_by == "WorkflowCompleted"

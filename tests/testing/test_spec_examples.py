@@ -157,3 +157,15 @@ def test_return_existing_active_start(workflow_fake):
         "returned_existing_active",
     ]
     assert HistoryEvent.objects.filter(run_id=workflow.run_id()).exists()
+
+
+def test_history_budget_recommends_continue_as_new(workflow_fake, settings):
+    # The spec checks the run summary; the workflow itself sees the same
+    # recommendation through should_continue_as_new().
+    settings.DURABLE_WORKFLOW = {**settings.DURABLE_WORKFLOW, "CONTINUE_AS_NEW_EVENT_THRESHOLD": 12}
+    workflow = WorkflowStub.make("tests.budget", "budget-test")
+    workflow.start()
+    assert workflow.refresh().completed()
+    output = workflow.output()
+    assert output["length"] >= 12 and output["steps"] >= 1
+    WorkflowStub.assert_dispatched_times("tests.add", output["steps"])

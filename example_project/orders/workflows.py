@@ -1,5 +1,9 @@
 """Example workflows. durable_workflow imports every app's ``workflows`` module at startup.
 
+This module holds the sequential, retry and timer examples; ``approvals.py`` (signal,
+query, updates) and ``fulfilment.py`` (all(), a child workflow, a saga) are imported
+below so that their classes register too.
+
 Workflow bodies are replayed from history, so they only compute and call ``dw.*`` helpers;
 anything with side effects (I/O, clocks, randomness, the database) lives in an Activity.
 Type keys are explicit strings: they are stored in history and must survive refactors.
@@ -13,6 +17,7 @@ from typing import Any
 
 import durable_workflow as dw
 from durable_workflow import Activity, Workflow
+from orders import approvals, fulfilment  # noqa: F401  (registers their workflows)
 
 logger = logging.getLogger("orders")
 

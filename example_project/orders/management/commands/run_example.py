@@ -1,7 +1,8 @@
 """``manage.py run_example``: run the example workflows on a real Celery worker.
 
-Starts ``celery worker`` as a subprocess, starts each example workflow, waits for the
-runs to close, prints their output and history, then stops the worker.
+Starts ``celery worker`` as a subprocess, starts each example workflow, plays the client
+side of the interactive ones (a signal, queries and updates sent while the worker runs),
+waits for the runs to close, prints their output and history, then stops the worker.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -20,17 +22,31 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from durable_workflow import WorkflowStub
+from durable_workflow import CommandRejected, WorkflowStub
 from durable_workflow.codec import envelope
 from durable_workflow.engine.events import HistoryEvent
 
 WORKER_STOP_SECONDS = 15.0
 SUMMARY_WIDTH = 92
 #: Payload keys too long or too internal to help a reader of the history.
-SKIPPED_KEYS = {"lease_owner", "lease_expires_at", "payload_codec", "run_number"}
+SKIPPED_KEYS = {
+    "lease_owner",
+    "lease_expires_at",
+    "payload_codec",
+    "run_number",
+    "workflow_definition_fingerprint",
+    "condition_definition_fingerprint",
+}
 EMPTY: tuple[Any, ...] = (None, "", [], {})
+#: ``*_id`` keys are skipped, except these.
+KEPT_IDS = {"parallel_group_id", "selection_group_id"}
+#: Group metadata other than the group id and the member's index.
+SKIPPED_KEYS |= {"parallel_group_base_sequence", "parallel_group_size", "parallel_group_path"}
 SHORT_NAMES = {
     "sequence": "step",
+    "parallel_group_id": "group",
+    "parallel_group_index": "member",
+    "parallel_group_kind": "kind",
     "activity_type": "activity",
     "workflow_type": "workflow",
     "attempt_number": "attempt",
@@ -46,6 +62,8 @@ class Example:
     type_key: str
     args: tuple[Any, ...]
     about: str
+    #: Plays the client side while the worker runs the workflow (signals, updates).
+    drive: Callable[[Command, WorkflowStub], None] | None = None
 
 
 EXAMPLES = [
@@ -67,7 +85,41 @@ EXAMPLES = [
         ("order-5678", "grace@example.com"),
         "an activity, a 2-second durable timer, a side effect, an activity",
     ),
+    Example(
+        "refund-approval",
+        "orders.refund-approval",
+        ("order-9012", 2500),
+        "waits for the approved-by signal, sent below while the worker runs",
+        drive=lambda command, stub: command._approve_refund(stub),
+    ),
+    Example(
+        "cart",
+        "orders.cart",
+        ("linus@example.com",),
+        "a query and validated updates; a condition wait ends at checkout",
+        drive=lambda command, stub: command._fill_cart(stub),
+    ),
+    Example(
+        "cheapest-shipping",
+        "orders.cheapest-shipping",
+        (1200,),
+        "fan-out: four carrier quotes in one nested all() group",
+    ),
+    Example(
+        "fulfil-order",
+        "orders.fulfil-order",
+        ("order-3456", ["SKU-7", "SKU-3"]),
+        "a child workflow (pack-parcel) with its own parallel steps, then an activity",
+    ),
+    Example(
+        "checkout-saga",
+        "orders.checkout-saga",
+        ("order-7890", "SKU-42", 4999),
+        "a saga: the third step fails for good, the first two are compensated",
+    ),
 ]
+#: How long a driver waits for a run to reach the point where it can be driven.
+DRIVE_TIMEOUT_SECONDS = 30.0
 
 
 class Command(BaseCommand):
@@ -89,11 +141,12 @@ class Command(BaseCommand):
         worker = self._start_worker()
         try:
             started = [(example, self._start(example)) for example in chosen]
-            failed = [
-                example.name
-                for example, stub in started
-                if not self._await_and_report(example, stub, worker, options["timeout"])
-            ]
+            failed = []
+            for example, stub in started:
+                if example.drive is not None:
+                    self._drive(example, stub)
+                if not self._await_and_report(example, stub, worker, options["timeout"]):
+                    failed.append(example.name)
         finally:
             self._stop_worker(worker)
         if failed:
@@ -153,6 +206,37 @@ class Command(BaseCommand):
         self._report(example, stub)
         return stub.completed()
 
+    # --------------------------------------------------------------- drivers
+    def _drive(self, example: Example, stub: WorkflowStub) -> None:
+        self._say(f"driving {example.type_key} ({stub.id()}) from the client side:")
+        try:
+            example.drive(self, stub)  # type: ignore[misc]
+        except (CommandRejected, TimeoutError) as exc:
+            self.stderr.write(f"   could not drive {example.name}: {exc}")
+
+    def _approve_refund(self, stub: WorkflowStub) -> None:
+        # A query replays the run's history in this process; it writes nothing.
+        _wait_for(lambda: stub.query("stage") == "waiting-for-approval", "the approval wait")
+        self._say(f"   query stage -> {stub.query('stage')!r}")
+        result = stub.signal("approved-by", "manager@example.com")
+        self._say(f"   signal approved-by('manager@example.com') -> {result.outcome}")
+
+    def _fill_cart(self, stub: WorkflowStub) -> None:
+        _wait_for(lambda: stub.refresh().status() == "waiting", "the cart to wait for checkout")
+        # update() waits (up to wait_timeout) until the worker has applied the update.
+        count = stub.update("add-item", "SKU-1", 2, wait_timeout=DRIVE_TIMEOUT_SECONDS)
+        self._say(f"   update add-item('SKU-1', 2) -> {count}")
+        count = stub.update("add-item", "SKU-2", wait_timeout=DRIVE_TIMEOUT_SECONDS)
+        self._say(f"   update add-item('SKU-2') -> {count}")
+        rejected = stub.attempt_update("add-item", "SKU-3", 0)
+        self._say(
+            f"   update add-item('SKU-3', 0) -> {rejected.update_status}: "
+            f"{rejected.rejection_reason} ({rejected.failure_message})"
+        )
+        self._say(f"   query summary -> {stub.query('summary')!r}")
+        items = stub.update("checkout", wait_timeout=DRIVE_TIMEOUT_SECONDS)
+        self._say(f"   update checkout -> {items!r}")
+
     def _report(self, example: Example, stub: WorkflowStub) -> None:
         style = self.style.SUCCESS if stub.completed() else self.style.ERROR
         self.stdout.write("")
@@ -161,10 +245,20 @@ class Command(BaseCommand):
             self.stdout.write(f"   output: {stub.output()!r}")
         elif stub.running():
             self.stdout.write("   still running when the timeout expired")
-        for event in stub.history():
-            line = f"   {event.sequence:>3}  {event.event_type:<24} {_summary(event)}"
-            self.stdout.write(line.rstrip())
+        self._history(stub, indent="   ")
         self.stdout.flush()
+
+    def _history(self, stub: WorkflowStub, indent: str) -> None:
+        for event in stub.history():
+            line = f"{indent}{event.sequence:>3}  {event.event_type:<24} {_summary(event)}"
+            self.stdout.write(line.rstrip())
+            if event.event_type == "ChildWorkflowScheduled":
+                child = WorkflowStub.load(event.payload["child_instance_id"])
+                self.stdout.write(
+                    f"{indent}      child {child.workflow_type()} status={child.status()} "
+                    f"output={child.output()!r}"
+                )
+                self._history(child, indent + "      ")
 
     def _say(self, line: str) -> None:
         # The worker shares this terminal; flush so the two outputs interleave in order.
@@ -179,7 +273,8 @@ def _summary(event: HistoryEvent) -> str:
     order = {key: index for index, key in enumerate(SHORT_NAMES)}
     items = sorted(event.payload.items(), key=lambda item: order.get(item[0], len(order)))
     for key, value in items:
-        if key in SKIPPED_KEYS or key.endswith(("_id", "_class")) or value in EMPTY:
+        skipped = key.endswith(("_id", "_class")) and key not in KEPT_IDS
+        if key in SKIPPED_KEYS or skipped or value in EMPTY:
             continue
         if key == "activity_type" and event.event_type != "ActivityScheduled":
             continue  # the step number already ties the event to its activity
@@ -195,6 +290,14 @@ def _summary(event: HistoryEvent) -> str:
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 48 else text[:45] + "..."
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DRIVE_TIMEOUT_SECONDS
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"gave up waiting for {what}")
+        time.sleep(0.1)
 
 
 def _require_migrated() -> None:

@@ -324,6 +324,7 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
     search_fields = ("=instance_id", "^instance_id", "=business_key")
     search_help_text = "Instance id (exact or prefix) or business key."
     actions = OPERATOR_ACTIONS
+    change_form_template = "durable_workflow/admin/run_change_form.html"
     readonly_fields = ("current_run_link", "runs")
 
     @admin.display(description="current run")
@@ -350,6 +351,29 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
 
     def target_of(self, instance: WorkflowInstance) -> Target:
         return Target(instance.instance_id, None)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        current = WorkflowRun.objects.filter(instance_id=object_id).order_by("-run_number").first()
+        extra = dict(extra_context or {})
+        if current is not None:
+            extra["timeline_url"] = timeline_url(current.pk)
+            extra["operations"] = [
+                {
+                    **op,
+                    "url": reverse(
+                        "admin:durable_workflow_workflowinstance_operate",
+                        args=[object_id, op["kind"]],
+                    ),
+                }
+                for op in allowed_operations(request, current.pk, run=current)
+            ]
+        return super().change_view(request, object_id, form_url, extra)
 
     def get_urls(self) -> list[Any]:
         return [

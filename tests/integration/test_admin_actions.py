@@ -15,6 +15,16 @@ from tests.testapp import workflows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+def forget_warm_bodies() -> None:
+    """Drop warm (sticky) workflow bodies so the next workflow task replays the new code."""
+    try:
+        from durable_workflow.executor import sticky
+    except ImportError:  # an engine without a sticky cache replays cold anyway
+        return
+    sticky.cache.clear()
+
+
 VIEW = ("view_workflowrun", "view_workflowinstance")
 OPERATE = (*VIEW, "change_workflowrun")
 TERMINATE = (*OPERATE, "delete_workflowrun")
@@ -152,6 +162,7 @@ def test_repair_and_retry_from_a_failed_workflow_task(client, inline, monkeypatc
     for kind in ("workflow", "activity", "workflow", "activity"):
         run_next(kind)
     monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)
+    forget_warm_bodies()
     assert run_next("workflow") == "failed"
     html = client.get(
         reverse("admin:durable_workflow_workflowrun_timeline", args=[stub.run_id()])
@@ -224,3 +235,21 @@ def test_bulk_action_reports_each_rejection(client, waiting, inline):
     assert "Cancel: 1 cancelled." in html
     assert "rejected: rejected_not_active (run_not_active)" in html
     assert WorkflowCommand.objects.filter(command_type="cancel", reason="cleanup").count() == 2
+
+
+def test_run_and_instance_pages_offer_the_allowed_buttons(client, waiting):
+    login(client, "op", *OPERATE)
+    run_page = client.get(
+        reverse("admin:durable_workflow_workflowrun_change", args=[waiting.run_id()])
+    ).content.decode()
+    assert "dw-op-cancel" in run_page and "dw-op-terminate" not in run_page
+    assert "dw-timeline-link" in run_page
+    instance_page = client.get(
+        reverse("admin:durable_workflow_workflowinstance_change", args=["act-waiting"])
+    ).content.decode()
+    assert operate_url("act-waiting", "cancel", "workflowinstance") in instance_page
+    response = client.post(
+        operate_url("act-waiting", "repair", "workflowinstance"), {"reason": "from page"}
+    )
+    assert response.status_code == 302
+    assert commands("repair")[0].reason == "from page"

@@ -25,6 +25,15 @@ from tests.testapp import workflows
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def forget_warm_bodies() -> None:
+    """Drop warm (sticky) workflow bodies so the next workflow task replays the new code."""
+    try:
+        from durable_workflow.executor import sticky
+    except ImportError:  # an engine without a sticky cache replays cold anyway
+        return
+    sticky.cache.clear()
+
+
 def no_workers(connection):
     return {}
 
@@ -66,6 +75,7 @@ def fail_a_workflow_task(instance_id: str, monkeypatch):
     for kind in ("workflow", "activity", "workflow", "activity"):
         assert run_next(stub, kind) == "completed"
     monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)
+    forget_warm_bodies()
     assert run_next(stub, "workflow") == "failed"
     return stub
 

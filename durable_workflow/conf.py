@@ -50,6 +50,12 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
+    #: Keep suspended workflow bodies warm between workflow tasks of a run (per process).
+    STICKY_ENABLED: bool = True
+    #: Runs kept warm per worker process (least recently used are evicted).
+    STICKY_CACHE_CAPACITY: int = 100
+    #: A warm body unused for this long is replayed cold next time.
+    STICKY_TTL_SECONDS: int = 300
     #: Cache alias whose lock keeps schedule ticks from overlapping (django-redis in production).
     SCHEDULE_LOCK_CACHE: str = "default"
     #: How long a tick may hold that lock before it is presumed dead.

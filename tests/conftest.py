@@ -40,8 +40,12 @@ def inline():
     from durable_workflow.executor import dispatch
     from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
 
+    from durable_workflow.executor import sticky
+
     backend = InlineBackend()
     previous = dispatch.set_backend(backend)
     backend.run = run_ready_tasks  # type: ignore[attr-defined]
+    sticky.cache.clear()
     yield backend
+    sticky.cache.clear()
     dispatch.set_backend(previous)

@@ -27,7 +27,7 @@ from durable_workflow.exceptions import (
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
-from durable_workflow.executor import lifecycle
+from durable_workflow.executor import lifecycle, sticky
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.persist import close, persist
@@ -84,17 +84,21 @@ def run_workflow_task(task_id: Any) -> str:
 
 
 def _advance(run: RunRecord, *, now: dt.datetime) -> None:
-    cls: Any = registry.workflow_class(run.workflow_type)
-    runtime = WorkflowRuntime(
-        factory=lambda: cls._dw_instantiate(runtime),
-        workflow_id=run.instance_id,
-        run_id=str(run.id),
-        codec=run.payload_codec,
-    )
+    runtime = sticky.cache.take(run.id, run.workflow_task_sequence)
+    if runtime is None:
+        cls: Any = registry.workflow_class(run.workflow_type)
+        runtime = WorkflowRuntime(
+            factory=lambda: cls._dw_instantiate(runtime),
+            workflow_id=run.instance_id,
+            run_id=str(run.id),
+            codec=run.payload_codec,
+        )
     runtime.limits = engine_limits()
+    keep = False
     with orm_guard():
         try:
-            runtime.feed(history.load_history(run.id))
+            # A warm runtime needs only the events after the ones it has seen.
+            runtime.feed(history.load_history(run.id, after_sequence=runtime.last_sequence))
             try:
                 with transaction.atomic():
                     events = persist(run, runtime.take_commands(), now=now)
@@ -105,9 +109,16 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
             else:
                 run.set(status=RunStatus.WAITING)
             lifecycle.append(run, events, now=now)
-            run.set(last_progress_at=now, workflow_task_sequence=run.next_sequence - 1)
+            boundary = run.next_sequence - 1
+            run.set(last_progress_at=now, workflow_task_sequence=boundary)
+            if runtime.closed is None:
+                keep = True
+                transaction.on_commit(
+                    lambda: sticky.cache.put(run.id, runtime, boundary), robust=True
+                )
         finally:
-            runtime.dispose()
+            if not keep:
+                runtime.dispose()
 
 
 def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durable_workflow import executor
+from durable_workflow.executor import sticky
 from durable_workflow.models import HistoryEvent, Task, WorkflowFailure
 from tests.integration.helpers import event_types, start, tasks_of
 from tests.testapp import workflows
@@ -42,6 +43,7 @@ def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypat
     history_len = HistoryEvent.objects.filter(run_id=stub.run_id()).count()
 
     monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)  # a timer now sits at step 2
+    sticky.cache.clear()  # a deploy restarts workers: no warm bodies of the old code survive
     assert run_next(stub, "workflow") == "failed"
     stub.refresh()
     assert stub.status() == "pending"  # not failed, not corrupted
@@ -58,6 +60,7 @@ def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypat
 
     # fix the code, repair, and the run finishes on its original path
     monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 1)
+    sticky.cache.clear()
     outcome = stub.repair(reason="deployed the fix")
     assert outcome.outcome == "repair_dispatched"
     inline.run()

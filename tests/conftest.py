@@ -37,10 +37,8 @@ def _reset_clock():
 @pytest.fixture
 def inline():
     """Route dispatches to the inline backend; call ``inline.run()`` to drain tasks."""
-    from durable_workflow.executor import dispatch
+    from durable_workflow.executor import dispatch, sticky
     from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
-
-    from durable_workflow.executor import sticky
 
     backend = InlineBackend()
     previous = dispatch.set_backend(backend)

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import URLPattern, path
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
-from durable_workflow.webhooks import views
+from durable_workflow.webhooks import responses, views
+
+
+@csrf_exempt
+def unknown_route(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Anything else under the prefix: a JSON 404 rather than Django's HTML page."""
+    return responses.not_found("unknown_route", "No webhook route matches this path.")
 
 
 def routes(workflows: Any = None) -> list[URLPattern]:
@@ -37,4 +45,5 @@ def routes(workflows: Any = None) -> list[URLPattern]:
             path(prefix + "repair", view(views.RepairView), name=f"{scope}-repair"),
             path(prefix + "describe", view(views.DescribeView), name=f"{scope}-describe"),
         ]
+    patterns.append(re_path(r"^(?P<rest>.*)$", unknown_route, name="unknown-route"))
     return patterns

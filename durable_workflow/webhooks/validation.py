@@ -86,22 +86,42 @@ def parse_object(body: bytes, config: WebhookSettings) -> dict[str, Any]:
         raise RequestInvalid(message, errors, "malformed_json") from None
     if not isinstance(value, dict):
         raise invalid_field("body", "The request body must be a JSON object.", "malformed_json")
-    if _depth(value) > config.MAX_JSON_DEPTH:
-        raise invalid_field(
-            "body", f"The request body is nested deeper than {config.MAX_JSON_DEPTH} levels."
-        )
+    _walk(value, config)
     return value
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
+def _walk(value: Any, config: WebhookSettings) -> None:
+    """Refuse nesting beyond ``MAX_JSON_DEPTH`` and text no database column can hold
+    (NUL characters, lone surrogates)."""
+    stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+        if isinstance(item, str):
+            if not storable_text(item):
+                raise invalid_field(
+                    "body", "The request body contains NUL characters or invalid Unicode."
+                )
+        elif isinstance(item, dict | list):
+            if level > config.MAX_JSON_DEPTH:
+                raise invalid_field(
+                    "body",
+                    f"The request body is nested deeper than {config.MAX_JSON_DEPTH} levels.",
+                )
+            if isinstance(item, dict):
+                stack.extend((key, level) for key in item)
+                stack.extend((child, level + 1) for child in item.values())
+            else:
+                stack.extend((child, level + 1) for child in item)
+
+
+def storable_text(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------- fields

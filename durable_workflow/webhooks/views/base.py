@@ -37,6 +37,14 @@ logger = logging.getLogger("durable_workflow.webhooks")
 _CORRELATION_HEADERS = ("X-Request-Id", "X-Correlation-Id")
 
 
+def _route_safe(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 255
+        and not any(ord(char) < 32 or ord(char) == 127 for char in value)
+    )
+
+
 class Respond(Exception):
     """Stop handling and answer with ``response``."""
 
@@ -66,6 +74,9 @@ class WebhookView(View):
         self.auth: AuthResult = authenticate(request, self.raw_body, self.config)
         if not self.auth.ok:
             return responses.unauthorized()
+        if not all(_route_safe(value) for value in kwargs.values()):
+            # No workflow can declare such a name, and no column could store it.
+            return responses.not_found("unknown_route", "No webhook route matches this path.")
         try:
             return super().dispatch(request, *args, **kwargs)
         except Respond as stop:

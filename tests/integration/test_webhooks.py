@@ -44,7 +44,8 @@ def start_order(client: Any, instance_id: str, inline: Any = None, **body: Any) 
 
 
 @pytest.fixture(autouse=True)
-def _open_webhooks(settings):
+def _open_webhooks(settings, inline):
+    """No credentials needed here (auth has its own tests); tasks never reach a broker."""
     settings.DURABLE_WORKFLOW_WEBHOOKS = {"ALLOW_UNAUTHENTICATED": True}
 
 

@@ -514,6 +514,9 @@ def test_update_failure_is_422(client, inline, worker_thread):
     assert body["update_status"] == "failed"
     assert body["failure_message"] == "the update body failed"
     assert body["failure_id"]
+    lookup = client.get(f"/webhooks/instances/u-fail/updates/{body['update_id']}")
+    assert lookup.status_code == 200
+    assert lookup.json()["update_status"] == "failed"
 
 
 def test_update_wait_times_out_with_202(client, inline):
@@ -544,6 +547,10 @@ def test_update_rejections(client, inline, looped):
     assert invalid.json()["validation_errors"]
     missing = post(client, url + "mark-ready", {"arguments": {}})
     assert missing.status_code == 422
+    rejected_lookup = client.get(f"/webhooks/instances/u-rej/updates/{missing.json()['update_id']}")
+    assert rejected_lookup.status_code == 200  # a closed lifecycle, whatever closed it
+    assert rejected_lookup.json()["update_status"] == "rejected"
+    assert rejected_lookup.json()["outcome"] == "rejected_invalid_arguments"
     assert WorkflowUpdate.objects.filter(instance_id="u-rej", status="rejected").count() == 3
 
     post(client, "/webhooks/instances/u-rej/signals/approved-by", {"arguments": ["Ada"]})

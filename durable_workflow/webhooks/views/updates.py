@@ -35,6 +35,7 @@ def _document(
     row: WorkflowUpdate,
     *,
     wait: dict[str, Any],
+    lookup: bool = False,
 ) -> tuple[dict[str, Any], int]:
     command = row.command
     accepted = command.status == "accepted"
@@ -54,6 +55,8 @@ def _document(
     document.update(records.update_fields(row))
     document.update(wait)
     document["validation_errors"] = (command.metadata or {}).get("validation_errors") or []
+    if lookup:  # a lookup reports the lifecycle, not the command: open 202, closed 200
+        return document, 202 if row.status == UpdateStatus.ACCEPTED else 200
     if row.status == UpdateStatus.REJECTED:
         return document, responses.status_of(command.outcome, accepted=False)
     return document, _UPDATE_STATUS.get(row.status, 200)
@@ -107,7 +110,7 @@ class UpdateView(WebhookView):
                 )
             )
         wait = {"wait_for": "status", "wait_timed_out": False, "wait_timeout_seconds": None}
-        document, status = _document(instance, selected, row, wait=wait)
+        document, status = _document(instance, selected, row, wait=wait, lookup=True)
         return responses.json_response(document, status)
 
     @staticmethod

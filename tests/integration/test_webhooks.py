@@ -757,3 +757,15 @@ def test_explicit_exposure_setting(client, settings):
     response = post(client, "/webhooks/start/secret-approval", {"workflow_id": "exp-1"})
     assert response.status_code == 202
     assert client.get("/webhooks/instances/exp-1/describe").status_code == 200
+
+
+def test_views_are_csrf_exempt_and_outside_atomic_requests(client, settings):
+    from django.urls import resolve
+
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "django.middleware.csrf.CsrfViewMiddleware"]
+    client.handler.enforce_csrf_checks = True
+    response = post(client, ORDER, {"workflow_id": "csrf-1", "order_id": 1})
+    assert response.status_code == 202  # no CSRF token, no cookie: machines call these
+    view = resolve("/webhooks/instances/csrf-1/updates/mark-ready").func
+    assert "default" in view._non_atomic_requests
+    assert view.csrf_exempt is True

@@ -153,3 +153,49 @@ class ChildWorkflowOptions:
             "queue": self.queue,
             "connection": self.connection,
         }
+
+
+_LOCAL_REJECTED = (
+    "Local activities do not accept connection, queue, worker session, or "
+    "schedule-to-start routing options."
+)
+
+
+@dataclass(frozen=True)
+class LocalActivityOptions:
+    """Retry and timeout options for ``dw.local_activity`` (no routing: it runs in place)."""
+
+    max_attempts: int | None = None
+    backoff: list[int] | int | None = None
+    start_to_close_timeout: int | None = None
+    schedule_to_close_timeout: int | None = None
+    heartbeat_timeout: int | None = None
+    non_retryable_error_types: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _positive_or_none("max_attempts", self.max_attempts, minimum=0)
+        for name in ("start_to_close_timeout", "schedule_to_close_timeout", "heartbeat_timeout"):
+            _positive_or_none(name, getattr(self, name))
+        if self.backoff is not None:
+            normalize_backoff(self.backoff)
+
+    @classmethod
+    def from_activity_options(cls, options: ActivityOptions) -> LocalActivityOptions:
+        if options.connection or options.queue or options.schedule_to_start_timeout:
+            raise ConfigurationError(_LOCAL_REJECTED)
+        return cls(
+            max_attempts=options.max_attempts,
+            backoff=options.backoff,
+            start_to_close_timeout=options.start_to_close_timeout,
+            schedule_to_close_timeout=options.schedule_to_close_timeout,
+            heartbeat_timeout=options.heartbeat_timeout,
+            non_retryable_error_types=list(options.non_retryable_error_types),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "execution_mode": "local",
+            "queue_bypassed": True,
+            "routing": "same_process_workflow_task",
+            **dataclasses.asdict(self),
+        }

@@ -218,3 +218,44 @@ def upsert_search_attributes(attributes: dict[str, Any]) -> None:
     _runtime("upsert_search_attributes").upsert_visibility(
         "search_attributes", check_search_attributes(attributes)
     )
+
+
+def local_activity(activity: type | str, *args: Any, options: Any = None) -> Any:
+    """Run an activity inside this workflow task's process (no queue hop).
+
+    Retries are durable workflow tasks with back-off; options are
+    ``LocalActivityOptions`` (an ``ActivityOptions`` is accepted when it has no
+    connection, queue or schedule-to-start timeout).
+    """
+    from durable_workflow.authoring.activity import Activity, retry_policy
+    from durable_workflow.options import LocalActivityOptions
+
+    runtime = _runtime("local_activity")
+    if options is None and args and isinstance(args[0], ActivityOptions | LocalActivityOptions):
+        options, args = args[0], args[1:]
+    if isinstance(options, ActivityOptions):
+        options = LocalActivityOptions.from_activity_options(options)
+    options = options or LocalActivityOptions()
+    if isinstance(activity, str):
+        cls: Any = registry.activity_class(activity)
+    elif isinstance(activity, type) and issubclass(activity, Activity):
+        cls = activity
+    else:
+        raise TypeError(f"local_activity() takes an Activity subclass or a type key: {activity!r}")
+    policy = retry_policy(
+        cls, ActivityOptions(max_attempts=options.max_attempts, backoff=options.backoff)
+    )
+    snapshot = {
+        **options.snapshot(),
+        "max_attempts": policy["max_attempts"],
+        "backoff": policy["backoff"],
+    }
+    return runtime.schedule_local_activity(
+        activity_type=str(cls.type_key),
+        activity_class=class_path(cls),
+        arguments=list(args),
+        options=snapshot,
+    )
+
+
+execute_local_activity = local_activity

@@ -82,6 +82,8 @@ class Workflow(SagaMixin):
     # The in-body helpers, also reachable as ``Workflow.activity(...)`` etc.
     activity = staticmethod(helpers.activity)
     execute_activity = staticmethod(helpers.execute_activity)
+    local_activity = staticmethod(helpers.local_activity)
+    execute_local_activity = staticmethod(helpers.execute_local_activity)
     timer = staticmethod(helpers.timer)
     seconds = staticmethod(helpers.seconds)
     minutes = staticmethod(helpers.minutes)

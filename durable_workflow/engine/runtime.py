@@ -51,6 +51,7 @@ from durable_workflow.engine.events import (
 )
 from durable_workflow.engine.groups import GroupsMixin
 from durable_workflow.engine.inbox import InboxMixin
+from durable_workflow.engine.services import ContinueAsNewRequested, ServicesMixin
 from durable_workflow.engine.steps import StepsMixin
 from durable_workflow.engine.versions import VersionsMixin
 from durable_workflow.exceptions import (
@@ -68,7 +69,10 @@ from durable_workflow.exceptions import (
 Signature = tuple[str, str | None]
 
 _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
-    EventType.ACTIVITY_SCHEDULED: lambda p: ("activity", p.get("activity_type")),
+    EventType.ACTIVITY_SCHEDULED: lambda p: (
+        "local_activity" if p.get("execution_mode") == "local" else "activity",
+        p.get("activity_type"),
+    ),
     EventType.TIMER_SCHEDULED: lambda p: ("timer", None),
     EventType.SIDE_EFFECT_RECORDED: lambda p: ("side_effect", None),
     EventType.SIGNAL_WAIT_OPENED: lambda p: ("signal", p.get("signal_name")),
@@ -79,6 +83,7 @@ _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
+    "local_activity": EventType.ACTIVITY_SCHEDULED,
     "timer": EventType.TIMER_SCHEDULED,
     "side_effect": EventType.SIDE_EFFECT_RECORDED,
     "signal": EventType.SIGNAL_WAIT_OPENED,
@@ -131,7 +136,7 @@ class Future:
         self.waiters: list[greenlet.greenlet] = []
 
 
-class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
+class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, ServicesMixin):
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -172,6 +177,11 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
         self._cancel_reason: str | None = None
         self._cancel_requested = False
         self._child_runs: dict[int, str] = {}
+        # Local activities: outcomes resolve inline at their step, never by log position.
+        self._local_outcomes: dict[int, HistoryEvent] = {}
+        self._local_started: dict[int, int] = {}
+        self._local_retried: dict[int, tuple[int, str | None]] = {}
+        self.local_requests: list[Any] = []
         self._seen: list[HistoryEvent] = []
         self._sizes = (0, 0)  # (events measured, their payload bytes)
         self._init_inbox()
@@ -197,6 +207,7 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
             if not gr.dead:
                 gr.parent = self._hub
         self._index(fresh)
+        self._run_ready()  # bodies unblocked by local outcomes found while indexing
         for event in fresh:
             self._seen.append(event)
             self._apply(event)
@@ -214,6 +225,9 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
             kind = event.event_type
             if kind in _MARKER_KEYS:
                 self._markers.add(_MARKER_KEYS[kind](event.payload))
+                continue
+            if event.payload.get("local_activity"):
+                self._index_local(event)
                 continue
             if kind == EventType.VERSION_MARKER_RECORDED:
                 change_id = str(event.payload.get("change_id"))
@@ -247,7 +261,8 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
             args = envelope.decode(event.payload["arguments"], expected_codec=self.codec)
             self._spawn(self._main, *(args or []))
         elif kind in RESOLUTION_EVENTS:
-            self._deliver(event)
+            if not event.payload.get("local_activity"):  # local outcomes resolve inline
+                self._deliver(event)
         elif kind in MESSAGE_EVENTS:
             if event.recorded_at is not None:
                 self._now = event.recorded_at
@@ -436,32 +451,6 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
         sig = self._issued.get(step)
         return sig[0] if sig else None
 
-    def history_length(self) -> int:
-        """Events up to the one being delivered: the same value on every replay."""
-        return self._seen[-1].sequence if self._seen else 0
-
-    def history_size(self) -> int:
-        """Payload bytes of the events up to the one being delivered (deterministic)."""
-        import json
-
-        counted, size = self._sizes
-        for event in self._seen[counted:]:
-            size += len(json.dumps(event.payload, separators=(",", ":")))
-        self._sizes = (len(self._seen), size)
-        return size
-
-    def should_continue_as_new(self) -> bool:
-        events = self.limits.get("continue_as_new_event_threshold", 10_000)
-        size = self.limits.get("continue_as_new_size_threshold", 5 * 1024 * 1024)
-        return bool(events and self.history_length() >= events) or bool(
-            size and self.history_size() >= size
-        )
-
-    def continue_as_new(self, arguments: list[Any]) -> None:
-        if greenlet.getcurrent() is not (self._greenlets[0] if self._greenlets else None):
-            raise TypeError("continue_as_new() can only be called from the workflow body")
-        raise ContinueAsNewRequested(arguments)
-
     def _next_step(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
         """Claim the next step number; returns it and the event history recorded for it."""
         if self._unwinding:
@@ -528,33 +517,6 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
     def _decode(self, env: Any) -> Any:
         return envelope.decode(env, expected_codec=self.codec)
 
-    # ---------------------------------------------------------------- queries
-    def query(self, method: Callable[..., Any], args: list[Any]) -> Any:
-        """Call a query method on the replayed instance; durable helpers are refused."""
-        self._query_mode = True
-        self._hub = greenlet.getcurrent()
-        outcome: dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                outcome["value"] = method(*args)
-            except BaseException as exc:
-                outcome["error"] = exc
-
-        gr = greenlet.greenlet(call, parent=self._hub)
-        gr.dw_runtime = self  # type: ignore[attr-defined]
-        self._restricted.add(gr)
-        gr.switch()
-        if self._fatal is not None:
-            raise self._fatal
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome.get("value")
-
-    def enter_query_mode(self) -> None:
-        """Replay without producing commands (queries and update validators)."""
-        self._query_mode = True
-
     # -------------------------------------------------------------- teardown
     def dispose(self) -> None:
         """Unwind every suspended greenlet deliberately (runs user finally blocks)."""
@@ -566,14 +528,6 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin):
                 with contextlib.suppress(DurableWorkflowError, _Abort):
                     gr.throw(greenlet.GreenletExit())
         self._greenlets.clear()
-
-
-class ContinueAsNewRequested(BaseException):
-    """Raised by ``continue_as_new()`` to end the body; never seen by user code."""
-
-    def __init__(self, arguments: list[Any]):
-        self.arguments = arguments
-        super().__init__("continue as new")
 
 
 def current_runtime() -> WorkflowRuntime | None:

@@ -63,6 +63,15 @@ def child_instance_id(run_id: object, step: int) -> str:
     return f"{run_id}:child:{step}"
 
 
+@dataclass(frozen=True)
+class LocalRequest:
+    """A local activity attempt the executor must run before the body can go on."""
+
+    step: int
+    attempt_number: int
+    retry_reason: str | None
+
+
 @dataclass
 class Call:
     """One durable operation, described before it starts."""
@@ -135,6 +144,47 @@ class StepsMixin:
             return future
 
         return self._run_call(Call("activity", activity_type, start))
+
+    def schedule_local_activity(
+        self: WorkflowRuntime,
+        *,
+        activity_type: str,
+        activity_class: str,
+        arguments: list[Any],
+        options: dict[str, Any],
+    ) -> Any:
+        """A local activity: the executor runs it in this process between transactions."""
+        if self._collecting:
+            raise TypeError("local_activity() cannot be a member of all() or select()")
+        step, recorded = self._next_step(("local_activity", activity_type))
+        future = self._new_future(step)
+        outcome = self._local_outcomes.get(step)
+        if outcome is not None:
+            self._resolve_local(future, outcome)
+        else:
+            if recorded is None:
+                self._check_pending("pending_activity_count", 1)
+                self._issue(
+                    ScheduleActivity(
+                        step=step,
+                        activity_type=activity_type,
+                        activity_class=activity_class,
+                        arguments=self._encode(arguments),
+                        options=options,
+                    ),
+                    recorded,
+                )
+            started = self._local_started.get(step, 0)
+            retried = self._local_retried.get(step)
+            if retried is not None and retried[0] >= started:
+                reason = retried[1]
+            else:
+                reason = "cold_replay" if started else None
+            if not self._query_mode:
+                self.local_requests.append(
+                    LocalRequest(step=step, attempt_number=started + 1, retry_reason=reason)
+                )
+        return self._wait(step, future)
 
     def start_child(
         self: WorkflowRuntime,

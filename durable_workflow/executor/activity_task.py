@@ -134,20 +134,41 @@ def _claim(task_id: Any) -> Lease | None:
 
 
 def _invoke(lease: Lease) -> tuple[bool, Any]:
-    """Run the user's ``handle()``; returns (True, result envelope) or (False, exception)."""
-    from durable_workflow.authoring.activity import ActivityContext
     from durable_workflow.executor.heartbeat import heartbeat
 
-    execution = lease.execution
+    return invoke_activity(
+        lease.execution,
+        instance_id=lease.instance_id,
+        run_id=lease.run_id,
+        attempt_id=lease.attempt_id,
+        attempt_number=lease.attempt_number,
+        payload_codec=lease.payload_codec,
+        heartbeat=lambda details=None: heartbeat(lease, details),
+    )
+
+
+def invoke_activity(
+    execution: ActivityRecord,
+    *,
+    instance_id: str,
+    run_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    attempt_number: int,
+    payload_codec: str,
+    heartbeat: Any,
+) -> tuple[bool, Any]:
+    """Run the user's ``handle()``; returns (True, result envelope) or (False, exception)."""
+    from durable_workflow.authoring.activity import ActivityContext
+
     try:
-        arguments = envelope.decode(execution.arguments, expected_codec=lease.payload_codec)
+        arguments = envelope.decode(execution.arguments, expected_codec=payload_codec)
         context = ActivityContext(
-            workflow_id=lease.instance_id,
-            run_id=str(lease.run_id),
+            workflow_id=instance_id,
+            run_id=str(run_id),
             activity_id=str(execution.id),
-            attempt_id=str(lease.attempt_id),
-            attempt_count=lease.attempt_number,
-            heartbeat=lambda details=None: heartbeat(lease, details),
+            attempt_id=str(attempt_id),
+            attempt_count=attempt_number,
+            heartbeat=heartbeat,
         )
         if execution.activity_type in hooks.activity_mocks:
             mock = hooks.activity_mocks[execution.activity_type]
@@ -157,12 +178,12 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
             instance = cls()
             instance._dw_context = context
             result = instance.handle(*(arguments or []))
-        return True, envelope.encode(result, lease.payload_codec)
+        return True, envelope.encode(result, payload_codec)
     except (Exception, ActivityCancelled) as exc:  # an activity failure is data, not a crash
         return False, exc
 
 
-def _non_retryable(exc: BaseException, declared: list[str]) -> bool:
+def non_retryable(exc: BaseException, declared: list[str]) -> bool:
     if isinstance(exc, NonRetryableError | PayloadCodecError):
         return True
     names = set()
@@ -237,10 +258,10 @@ def _fail(
 ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     execution = lease.execution
     policy = execution.options
-    non_retryable = _non_retryable(exc, policy.get("non_retryable_error_types") or [])
+    final = non_retryable(exc, policy.get("non_retryable_error_types") or [])
     max_attempts = int(policy.get("max_attempts", 1))
     activities.close_attempt(lease.attempt_id, AttemptStatus.FAILED, now=now)
-    if not non_retryable and (max_attempts == 0 or lease.attempt_number < max_attempts):
+    if not final and (max_attempts == 0 or lease.attempt_number < max_attempts):
         backoff = policy.get("backoff") or [1]
         delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])
         activities.reopen_execution(execution.id)
@@ -275,7 +296,7 @@ def _fail(
             attempt_id=lease.attempt_id,
             attempt_number=lease.attempt_number,
             info=info,
-            non_retryable=non_retryable,
+            non_retryable=final,
             now=now,
         )
     ]
@@ -290,6 +311,7 @@ def record_final_failure(
     info: FailureInfo,
     non_retryable: bool,
     now: dt.datetime,
+    wake: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The activity failed for good: failure row, closed execution, the workflow woken."""
     failure_id = commands.record_failure(
@@ -305,7 +327,8 @@ def record_final_failure(
         now=now,
     )
     activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
-    wake_workflow(run, now=now)
+    if wake:
+        wake_workflow(run, now=now)
     return (
         EventType.ACTIVITY_FAILED,
         {

@@ -47,6 +47,7 @@ def _schedule_activity(
     run: RunRecord, command: c.ScheduleActivity, now: dt.datetime
 ) -> list[Event]:
     _check_size("payload_size", envelope.encoded_size(command.arguments))
+    local = command.options.get("execution_mode") == "local"
     execution = activities.create_execution(
         run_id=run.id,
         sequence=command.step,
@@ -54,11 +55,21 @@ def _schedule_activity(
         activity_class=command.activity_class,
         arguments=command.arguments,
         options=command.options,
-        queue=command.queue or get_settings().DEFAULT_QUEUE,
-        connection=command.connection,
+        queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
+        connection=None if local else command.connection,
         now=now,
         deadlines=schedule_deadlines(command.options, now),
     )
+    payload: dict[str, Any] = {
+        "sequence": command.step,
+        "activity_execution_id": str(execution.id),
+        "activity_type": command.activity_type,
+        "activity_class": command.activity_class,
+        **(command.group or {}),
+    }
+    if local:  # runs in this process: no activity task, no queue
+        payload.update(execution_mode="local", local_activity=True)
+        return [(EventType.ACTIVITY_SCHEDULED, payload)]
     task = tasks.create_task(
         run_id=run.id,
         task_type=TaskType.ACTIVITY,
@@ -69,21 +80,8 @@ def _schedule_activity(
         now=now,
     )
     dispatch.enqueue(task)
-    return [
-        (
-            EventType.ACTIVITY_SCHEDULED,
-            {
-                "sequence": command.step,
-                "activity_execution_id": str(execution.id),
-                "activity_type": command.activity_type,
-                "activity_class": command.activity_class,
-                "queue": execution.queue,
-                "connection": execution.connection,
-                "task_id": str(task.id),
-                **(command.group or {}),
-            },
-        )
-    ]
+    payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
+    return [(EventType.ACTIVITY_SCHEDULED, payload)]
 
 
 def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> list[Event]:

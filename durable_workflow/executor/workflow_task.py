@@ -27,9 +27,10 @@ from durable_workflow.exceptions import (
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
-from durable_workflow.executor import lifecycle, sticky
+from durable_workflow.executor import lifecycle, local_activities, sticky
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
+from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
 from durable_workflow.models import (
@@ -39,7 +40,7 @@ from durable_workflow.models import (
     TaskStatus,
 )
 from durable_workflow.store import commands, history, runs, tasks
-from durable_workflow.store.records import RunRecord
+from durable_workflow.store.records import RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
@@ -47,9 +48,26 @@ logger = logging.getLogger("durable_workflow")
 TASK_FAILURES = (NonDeterminismError, WorkflowOrmAccessError, UnknownTypeError, PayloadCodecError)
 
 
-@retry_when_locked
+@dataclasses.dataclass
+class _Pending:
+    """A workflow task paused while one of its local activities runs."""
+
+    runtime: WorkflowRuntime
+    lease: LocalLease
+
+
 def run_workflow_task(task_id: Any) -> str:
-    """Execute one workflow task; returns ``completed``, ``skipped`` or ``failed``."""
+    """Execute one workflow task; returns ``completed``, ``skipped``, ``failed``,
+    ``timed_out`` or ``retrying`` (a local activity retries in a later task)."""
+    outcome = _start(task_id)
+    while isinstance(outcome, _Pending):
+        ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
+        outcome = _resume(outcome, ok, value)
+    return outcome
+
+
+@retry_when_locked
+def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
     with transaction.atomic():
         task = tasks.get(task_id)
@@ -72,18 +90,34 @@ def run_workflow_task(task_id: Any) -> str:
             return "timed_out"
         if claimed.payload.get("absorb_children"):
             lifecycle.append(run, report_children(run), now=now)
-        try:
-            with transaction.atomic():
-                _advance(run, now=now)
-        except TASK_FAILURES as exc:
-            _record_task_failure(run, claimed.id, exc, now=now)
-            return "failed"
-        tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
-        runs.save_run(run, now=now)
-    return "completed"
+        return _advance_and_settle(run, claimed, _runtime_for(run), now=now)
 
 
-def _advance(run: RunRecord, *, now: dt.datetime) -> None:
+@retry_when_locked
+def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
+    now = clock.now()
+    lease = pending.lease
+    with transaction.atomic():
+        run = runs.lock_run(lease.run_id)
+        task = lease.task
+        assert task.lease_id is not None
+        if run is None or not tasks.still_held(task.id, task.lease_id, task.lease_generation):
+            pending.runtime.dispose()  # the lease was lost: another worker redoes the task
+            return "stale"
+        if run.status in TERMINAL_RUN_STATUSES:
+            pending.runtime.dispose()
+            tasks.settle(task.id, TaskStatus.CANCELLED, now=now)
+            return "skipped"
+        if local_activities.finish_attempt(run, lease, ok, value, now=now) == "retry":
+            pending.runtime.dispose()
+            tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
+            run.set(status=RunStatus.WAITING)
+            runs.save_run(run, now=now)
+            return "retrying"
+        return _advance_and_settle(run, task, pending.runtime, now=now)
+
+
+def _runtime_for(run: RunRecord) -> WorkflowRuntime:
     runtime = sticky.cache.take(run.id, run.workflow_task_sequence)
     if runtime is None:
         cls: Any = registry.workflow_class(run.workflow_type)
@@ -94,6 +128,31 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
             codec=run.payload_codec,
         )
     runtime.limits = engine_limits()
+    return runtime
+
+
+def _advance_and_settle(
+    run: RunRecord, task: TaskRecord, runtime: WorkflowRuntime, *, now: dt.datetime
+) -> str | _Pending:
+    """Advance the body; settle the task, or pause it for a local activity."""
+    try:
+        with transaction.atomic():
+            request = _advance(run, runtime, now=now)
+    except TASK_FAILURES as exc:
+        runtime.dispose()
+        _record_task_failure(run, task.id, exc, now=now)
+        return "failed"
+    if request is not None:
+        lease = local_activities.begin_attempt(run, task, request, now=now)
+        runs.save_run(run, now=now)
+        return _Pending(runtime=runtime, lease=lease)
+    tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
+    runs.save_run(run, now=now)
+    return "completed"
+
+
+def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> Any:
+    """Feed the runtime what it has not seen, persist its commands; the local request if any."""
     keep = False
     with orm_guard():
         try:
@@ -111,11 +170,17 @@ def _advance(run: RunRecord, *, now: dt.datetime) -> None:
             lifecycle.append(run, events, now=now)
             boundary = run.next_sequence - 1
             run.set(last_progress_at=now, workflow_task_sequence=boundary)
+            requests, runtime.local_requests = runtime.local_requests, []
+            if runtime.closed is None and requests:
+                keep = True
+                run.set(status=RunStatus.RUNNING)
+                return requests[0]
             if runtime.closed is None:
                 keep = True
                 transaction.on_commit(
                     lambda: sticky.cache.put(run.id, runtime, boundary), robust=True
                 )
+            return None
         finally:
             if not keep:
                 runtime.dispose()

@@ -248,3 +248,10 @@ def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> N
     Task.objects.filter(
         activity_execution_id=execution_id, status__in=(TaskStatus.READY, TaskStatus.LEASED)
     ).update(status=TaskStatus.CANCELLED, lease_expires_at=None, updated_at=now)
+
+
+def still_held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
+    """True while this exact claim still owns the task."""
+    return Task.objects.filter(
+        id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
+    ).exists()

@@ -229,3 +229,23 @@ class Timeouts(Workflow):
             return dw.activity(w.Add, 1, 1, options=options)
         except dw.ActivityTimeoutError as exc:
             return {"timed_out": exc.timeout_kind}
+
+
+class LocalSteps(Workflow):
+    type_key = "tests.local-steps"
+
+    def handle(self, count: int, mode: str = "plain") -> Any:
+        from durable_workflow import LocalActivityOptions
+
+        w = _acts()
+        if mode == "retry":
+            return dw.local_activity(w.Flaky, LocalActivityOptions(max_attempts=3, backoff=[5]), 2)
+        if mode == "sleepy":
+            return dw.local_activity(w.Sleepy, 0)
+        if mode == "mixed":
+            queued = dw.activity(w.Add, 1, 1)
+            return [queued, dw.local_activity(w.Add, queued, 1)]
+        total = 0
+        for index in range(count):
+            total = dw.local_activity(w.Add, total, index)
+        return total

@@ -244,7 +244,6 @@ class Cancellable(Workflow):
         raise ValueError(mode)
 
 
-
 # The other test workflow modules register their classes when imported.
 from tests.testapp import (  # noqa: E402
     composition,  # noqa: F401

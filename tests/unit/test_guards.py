@@ -12,6 +12,9 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "LocalActivityOptions",
+    "local_activity",
+    "execute_local_activity",
     "DEFAULT_VERSION",
     "deprecate_patch",
     "get_version",

@@ -22,8 +22,8 @@ from durable_workflow.authoring.helpers import (
     activity,
     days,
     deprecate_patch,
-    execute_local_activity,
     execute_activity,
+    execute_local_activity,
     get_version,
     hours,
     local_activity,
@@ -106,6 +106,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "DEFAULT_VERSION",
     "Activity",
     "ActivityCancelled",
     "ActivityFailed",
@@ -119,7 +120,6 @@ __all__ = [
     "CommandRejected",
     "CommandResult",
     "ConfigurationError",
-    "DEFAULT_VERSION",
     "DuplicateStartPolicy",
     "DurableOperationCancelled",
     "DurableWorkflowError",

@@ -122,6 +122,7 @@ def url_for(template: str, instance_id: str, run: str, name: str, stub: Any) -> 
 FUZZ = settings(
     max_examples=120,
     deadline=None,
+    database=None,  # nothing written into the work tree; failures print their example
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 

@@ -7,9 +7,11 @@ Nothing is exposed by default. A workflow opts in with a class attribute::
         webhook = True                      # alias = the type key
         # or: webhook_alias = "orders"      # alias of its own (implies webhook = True)
 
-or the project lists it in ``DURABLE_WORKFLOW_WEBHOOKS["WORKFLOWS"]`` (type keys,
-or ``{alias: type_key}``), or passes ``routes(workflows=...)`` explicitly. An
-unexposed type answers 404 exactly as if it did not exist.
+The attribute is not inherited: a subclass is another workflow type and opts
+in itself. Alternatively the project lists it in
+``DURABLE_WORKFLOW_WEBHOOKS["WORKFLOWS"]`` (type keys, or ``{alias: type_key}``),
+or passes ``routes(workflows=...)`` explicitly. An unexposed type answers 404
+exactly as if it did not exist.
 """
 
 from __future__ import annotations
@@ -60,10 +62,12 @@ def alias_map(explicit: Explicit = None) -> dict[str, str]:
                 _add(aliases, key, key)
         return aliases
     for type_key, cls in registry.workflows().items():
-        alias = getattr(cls, "webhook_alias", None)
+        # Read from the class itself: a subclass is a new type and opts in on its own.
+        own = vars(cls)
+        alias = own.get("webhook_alias")
         if alias:
             _add(aliases, alias, type_key)
-        elif getattr(cls, "webhook", False) is True:
+        elif own.get("webhook") is True:
             _add(aliases, type_key, type_key)
     configured = webhook_settings().WORKFLOWS
     if isinstance(configured, dict):

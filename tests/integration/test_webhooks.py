@@ -769,3 +769,21 @@ def test_views_are_csrf_exempt_and_outside_atomic_requests(client, settings):
     view = resolve("/webhooks/instances/csrf-1/updates/mark-ready").func
     assert "default" in view._non_atomic_requests
     assert view.csrf_exempt is True
+
+
+def test_opt_in_is_not_inherited_and_routes_takes_an_explicit_map(client):
+    from durable_workflow import registry
+    from durable_workflow.webhooks import exposure, routes
+    from tests.testapp.webhook_workflows import WebhookOrder
+
+    class SubOrder(WebhookOrder):
+        type_key = "webhooks.sub-order"
+
+    try:
+        assert "webhooks.sub-order" not in exposure.alias_map().values()
+        assert exposure.alias_map([SubOrder]) == {"webhooks.sub-order": "webhooks.sub-order"}
+        assert exposure.alias_map({"orders": SubOrder}) == {"orders": "webhooks.sub-order"}
+        names = {pattern.name for pattern in routes([SubOrder])}
+        assert {"start", "run-update", "instance-describe", "control-plane-start"} <= names
+    finally:
+        registry._workflows.pop("webhooks.sub-order", None)

@@ -93,6 +93,8 @@ def check_params(params: list[dict[str, Any]] | None, arguments: Any) -> list[An
         if value is _MISSING:
             if param["required"]:
                 errors.setdefault(name, []).append(f"The {name} argument is required.")
+            else:
+                ordered.append(None)  # keep later parameters in their positions
             continue
         if value is None:
             if not param["allows_null"]:

@@ -85,12 +85,15 @@ class StartOptions:
         object.__setattr__(
             self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
         )
-        for name in ("execution_timeout_seconds", "run_timeout_seconds"):
+        for name, label in (
+            ("execution_timeout_seconds", "execution"),
+            ("run_timeout_seconds", "run"),
+        ):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
-                raise ConfigurationError("Workflow execution timeout must be at least 1 second.")
+                raise ConfigurationError(f"Workflow {label} timeout must be at least 1 second.")
         from durable_workflow.authoring.visibility import check_memo, check_search_attributes
 
         check_memo(self.memo)

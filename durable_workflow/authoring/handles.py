@@ -35,4 +35,7 @@ class ChildWorkflowHandle:
         """Signal the child (a durable step of this workflow)."""
         self._runtime.signal_child(self.id(), name, list(args))
 
-    signal_with_arguments = signal
+    def signal_with_arguments(self, name: str, arguments: list[Any] | dict[str, Any]) -> None:
+        """Signal the child with a positional list or a named map of arguments."""
+        values = list(arguments.values()) if isinstance(arguments, dict) else list(arguments)
+        self._runtime.signal_child(self.id(), name, values)

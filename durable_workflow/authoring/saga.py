@@ -8,10 +8,19 @@ activity or child), since they then run as one ``all()`` group.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from durable_workflow.authoring import composition
+
+
+def _swallowing(compensation: Callable[[], Any]) -> Callable[[], None]:
+    def run() -> None:
+        with contextlib.suppress(Exception):  # continue_with_error: failures are swallowed
+            compensation()
+
+    return run
 
 
 class SagaMixin:
@@ -50,12 +59,13 @@ class SagaMixin:
         pending = list(reversed(saga["compensations"]))
         if not pending:
             return
+        if saga["parallel"] and saga["continue_with_error"]:
+            # Every compensation must finish even if some fail: run each as a branch
+            # that swallows its own failure, and wait for all of them.
+            composition.all([lambda c=c: composition.run_async(_swallowing(c)) for c in pending])
+            return
         if saga["parallel"]:
-            try:
-                composition.all(pending)
-            except Exception:
-                if not saga["continue_with_error"]:
-                    raise
+            composition.all(pending)
             return
         for compensation in pending:
             try:

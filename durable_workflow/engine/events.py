@@ -50,6 +50,7 @@ class EventType(StrEnum):
     CHILD_RUN_CANCELLED = "ChildRunCancelled"
     CHILD_RUN_TERMINATED = "ChildRunTerminated"
     PARENT_CLOSE_POLICY_APPLIED = "ParentClosePolicyApplied"
+    PARENT_CLOSE_POLICY_FAILED = "ParentClosePolicyFailed"
     SELECTION_RESOLVED = "SelectionResolved"
     SELECTION_OPERATION_CANCELLED = "SelectionOperationCancelled"
     VERSION_MARKER_RECORDED = "VersionMarkerRecorded"

@@ -328,4 +328,5 @@ class StepsMixin:
                 self._conditions[step] = predicate
             return future
 
-        return bool(self._run_call(Call("condition", key, start)))
+        result = self._run_call(Call("condition", key, start))
+        return result if isinstance(result, Call) else bool(result)

@@ -318,12 +318,13 @@ def record_final_failure(
         run_id=run.id,
         source_kind="activity_execution",
         source_id=str(execution.id),
-        failure_category=FailureCategory.ACTIVITY,
+        failure_category=info.category,
         exception_type=info.exception_type,
         exception_class=info.exception_class,
         message=info.message,
         traceback=info.traceback,
         non_retryable=non_retryable,
+        details={"propagation_kind": "timeout"} if info.category == "timeout" else None,
         now=now,
     )
     activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
@@ -339,7 +340,7 @@ def record_final_failure(
             "activity_class": execution.activity_class,
             "attempt_number": attempt_number,
             "failure_id": str(failure_id),
-            "failure_category": FailureCategory.ACTIVITY,
+            "failure_category": info.category,
             "exception_type": info.exception_type,
             "exception_class": info.exception_class,
             "message": info.message,

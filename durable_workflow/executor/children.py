@@ -175,9 +175,12 @@ def apply_close_policies(run: RunRecord, *, now: dt.datetime) -> list[Event]:
             ).outcome
         else:
             children.set_status(call.id, ChildCallStatus.ABANDONED, now=now)
+        failed = outcome.startswith("rejected")
         events.append(
             (
-                EventType.PARENT_CLOSE_POLICY_APPLIED,
+                EventType.PARENT_CLOSE_POLICY_FAILED
+                if failed
+                else EventType.PARENT_CLOSE_POLICY_APPLIED,
                 {
                     "sequence": call.sequence,
                     "child_call_id": str(call.id),

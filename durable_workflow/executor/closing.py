@@ -20,9 +20,11 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     """
     from durable_workflow.executor import children
 
-    events = children.apply_close_policies(run, now=now)
+    continued = run.status == "completed" and run.closed_reason == "continued"
+    # Children outlive a continue-as-new: the instance goes on, so no close policy applies.
+    events = [] if continued else children.apply_close_policies(run, now=now)
     events += cancel_open_work(run, now=now)
-    if run.status != "completed" or run.closed_reason != "continued":
+    if not continued:
         children.notify_parent(run, outcome, now=now)
     return events
 

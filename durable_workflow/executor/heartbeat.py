@@ -112,8 +112,10 @@ def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
     until = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
     with transaction.atomic():
         run = runs.lock_run(lease.run_id)
-        if run is None or run.status in TERMINAL_RUN_STATUSES or run.cancel_requested_at:
+        if run is None or run.status in TERMINAL_RUN_STATUSES:
             return "cancelled"
+        if run.cancel_requested_at and lease.execution.scheduled_at < run.cancel_requested_at:
+            return "cancelled"  # clean-up started after the cancel keeps running
         if not tasks.renew_lease(lease.task_id, lease.lease_id, lease.generation, until=until):
             return "stale"
         activities.record_heartbeat(

@@ -124,7 +124,14 @@ def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     until = _lease_until(now)
     with transaction.atomic():
         run = runs.lock_run(lease.run_id)
-        if run is None or run.status in TERMINAL_RUN_STATUSES or run.cancel_requested_at:
+        cancelled = run is not None and run.cancel_requested_at is not None
+        if (
+            run is None
+            or run.status in TERMINAL_RUN_STATUSES
+            or (
+                cancelled and lease.execution.scheduled_at < run.cancel_requested_at  # type: ignore[operator]
+            )
+        ):
             raise ActivityCancelled("the workflow run was cancelled or has closed")
         assert lease.task.lease_id is not None
         if not tasks.renew_lease(

@@ -116,6 +116,8 @@ def start_workflow(
             "labels": options.labels,
             "execution_timeout_seconds": options.execution_timeout_seconds,
             "run_timeout_seconds": options.run_timeout_seconds,
+            "execution_deadline_at": _iso(run.execution_deadline_at),
+            "run_deadline_at": _iso(run.run_deadline_at),
         }
         lifecycle.append(
             run,
@@ -138,6 +140,10 @@ def start_workflow(
         runs.save_run(run, now=now)
         dispatch.enqueue(task)
     return StartOutcome(True, "started_new", command.id, instance_id, run.id)
+
+
+def _iso(moment: dt.datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 def _fingerprint(workflow_type: str) -> str:

@@ -156,8 +156,11 @@ def submit_update(
                     "message": record.failure_message,
                 },
             )
-        lifecycle.append(run, [event], now=now)
-        runs.save_run(run, now=now)
+        # A closed or historical run's history is finished: the rejection stays on the
+        # command and update rows only.
+        if accepted or rejection.outcome not in _NOT_OPEN:  # type: ignore[union-attr]
+            lifecycle.append(run, [event], now=now)
+            runs.save_run(run, now=now)
     return UpdateOutcome(
         record,
         command.id,
@@ -165,6 +168,9 @@ def submit_update(
         command.rejection_reason,
         {} if accepted else rejection.metadata,  # type: ignore[union-attr]
     )
+
+
+_NOT_OPEN = ("rejected_not_active", "rejected_not_current", "rejected_not_started")
 
 
 def _message(rejection: Rejection | None) -> str:

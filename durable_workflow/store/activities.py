@@ -32,6 +32,7 @@ _FIELDS = (
     "connection",
     "attempt_count",
     "current_attempt_id",
+    "scheduled_at",
 )
 
 

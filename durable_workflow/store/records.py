@@ -92,6 +92,7 @@ class ActivityRecord:
     connection: str | None
     attempt_count: int
     current_attempt_id: uuid.UUID | None
+    scheduled_at: dt.datetime
 
 
 @dataclass(frozen=True)

@@ -14,3 +14,7 @@ class DurableWorkflowConfig(AppConfig):
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")
+
+        from durable_workflow.transport import worker
+
+        worker.connect()

@@ -50,6 +50,16 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
+    #: Register Celery worker processes (visible in the admin and the doctor).
+    WORKER_REGISTRATION: bool = True
+    #: Capabilities this worker offers (e.g. ``["gpu:nvidia-l4"]``).
+    WORKER_CAPABILITIES: list[str] = dataclasses.field(default_factory=list)
+    #: Worker sessions this worker may hold (0: none).
+    MAX_CONCURRENT_WORKER_SESSIONS: int = 0
+    #: Seconds between worker registration heartbeats.
+    WORKER_HEARTBEAT_SECONDS: float = 10.0
+    #: A registration silent this long counts as gone.
+    WORKER_STALE_AFTER_SECONDS: int = 30
     #: Keep suspended workflow bodies warm between workflow tasks of a run (per process).
     STICKY_ENABLED: bool = True
     #: Runs kept warm per worker process (least recently used are evicted).

@@ -59,6 +59,10 @@ DURABLE_WORKFLOW = {
     "ACTIVITY_LEASE_SECONDS": int(os.environ.get("DW_ACTIVITY_LEASE_SECONDS", "300")),
     "REDISPATCH_AFTER_SECONDS": 1,
     "REPAIR_INTERVAL_SECONDS": 1.0,
+    "WORKER_CAPABILITIES": [
+        c for c in os.environ.get("DW_WORKER_CAPABILITIES", "").split(",") if c
+    ],
+    "WORKER_HEARTBEAT_SECONDS": float(os.environ.get("DW_WORKER_HEARTBEAT_SECONDS", "10")),
 }
 
 ROOT_URLCONF = "tests.urls"

@@ -28,8 +28,21 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+_registered: dict[str, str | None] = {"worker_id": None}
+
+
+def set_registered_worker_id(value: str | None) -> None:
+    """Called by worker registration so leases name the registered worker."""
+    _registered["worker_id"] = value
+
+
 def worker_id() -> str:
-    return get_settings().WORKER_ID or f"{socket.gethostname()}:{os.getpid()}"
+    """The lease owner this process writes: its registration id when it has one."""
+    return (
+        get_settings().WORKER_ID
+        or _registered["worker_id"]
+        or f"{socket.gethostname()}:{os.getpid()}"
+    )
 
 
 def retry_when_locked(fn: Callable[P, R]) -> Callable[P, R]:

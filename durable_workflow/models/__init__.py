@@ -37,6 +37,7 @@ from durable_workflow.models.tasks import (
     Timer,
 )
 from durable_workflow.models.visibility import SearchAttribute
+from durable_workflow.models.workers import WorkerRegistration
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
@@ -67,6 +68,7 @@ __all__ = [
     "Timer",
     "TimerStatus",
     "UpdateStatus",
+    "WorkerRegistration",
     "WorkflowCommand",
     "WorkflowFailure",
     "WorkflowInstance",

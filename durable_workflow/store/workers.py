@@ -1,0 +1,56 @@
+"""Worker registration rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from durable_workflow.models import WorkerRegistration
+
+
+def register(
+    *,
+    worker_id: str,
+    hostname: str,
+    pid: int,
+    queues: list[str],
+    capabilities: list[str],
+    max_concurrent_worker_sessions: int,
+    sticky_cache: dict[str, Any],
+    now: dt.datetime,
+) -> None:
+    WorkerRegistration.objects.update_or_create(
+        worker_id=worker_id,
+        defaults={
+            "hostname": hostname,
+            "pid": pid,
+            "queues": queues,
+            "capabilities": capabilities,
+            "max_concurrent_worker_sessions": max_concurrent_worker_sessions,
+            "sticky_cache": sticky_cache,
+            "status": "active",
+            "started_at": now,
+            "last_heartbeat_at": now,
+            "stopped_at": None,
+        },
+    )
+
+
+def heartbeat(worker_id: str, *, sticky_cache: dict[str, Any], now: dt.datetime) -> bool:
+    return bool(
+        WorkerRegistration.objects.filter(worker_id=worker_id, status="active").update(
+            last_heartbeat_at=now, sticky_cache=sticky_cache
+        )
+    )
+
+
+def deregister(worker_id: str, *, now: dt.datetime) -> None:
+    WorkerRegistration.objects.filter(worker_id=worker_id).update(status="stopped", stopped_at=now)
+
+
+def live(*, now: dt.datetime, stale_after: int) -> list[dict[str, Any]]:
+    """Registrations that heartbeat within ``stale_after`` seconds."""
+    cutoff = now - dt.timedelta(seconds=stale_after)
+    return list(
+        WorkerRegistration.objects.filter(status="active", last_heartbeat_at__gte=cutoff).values()
+    )

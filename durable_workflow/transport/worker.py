@@ -1,0 +1,137 @@
+"""Worker registration: each Celery worker process says who it is, and keeps saying it.
+
+Connected to Celery's worker signals when the app is ready. A process registers
+when it can run tasks (a prefork child at ``worker_process_init``; the main
+process of a solo or thread pool at ``worker_ready``), heartbeats from a daemon
+thread, and deregisters on a warm shutdown. A registration silent for
+``WORKER_STALE_AFTER_SECONDS`` counts as gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+from celery import signals
+from django.db import close_old_connections, connection
+
+from durable_workflow import clock
+from durable_workflow.conf import get_settings
+from durable_workflow.executor.common import set_registered_worker_id
+
+logger = logging.getLogger("durable_workflow")
+
+_state: dict[str, Any] = {"worker_id": None, "queues": [], "stop": None}
+
+
+def _sticky_snapshot() -> dict[str, Any]:
+    from durable_workflow.executor import sticky
+
+    return sticky.cache.snapshot()
+
+
+def register(queues: list[str]) -> str:
+    from durable_workflow.store import workers
+
+    settings = get_settings()
+    worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    workers.register(
+        worker_id=worker_id,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        queues=sorted(set(queues)),
+        capabilities=list(settings.WORKER_CAPABILITIES),
+        max_concurrent_worker_sessions=settings.MAX_CONCURRENT_WORKER_SESSIONS,
+        sticky_cache=_sticky_snapshot(),
+        now=clock.now(),
+    )
+    _state.update(worker_id=worker_id, queues=queues)
+    set_registered_worker_id(worker_id)
+    _start_heartbeat(worker_id)
+    logger.info("registered worker %s on queues %s", worker_id, ", ".join(queues))
+    return worker_id
+
+
+def _start_heartbeat(worker_id: str) -> None:
+    stop = threading.Event()
+    _state["stop"] = stop
+
+    def beat() -> None:
+        from durable_workflow.store import workers
+
+        interval = get_settings().WORKER_HEARTBEAT_SECONDS
+        while not stop.wait(interval):
+            try:
+                close_old_connections()
+                workers.heartbeat(worker_id, sticky_cache=_sticky_snapshot(), now=clock.now())
+            except Exception:  # a missed beat is tolerated; the next one may succeed
+                logger.warning("worker heartbeat failed", exc_info=True)
+            finally:
+                connection.close()
+
+    threading.Thread(target=beat, name="durable-workflow-heartbeat", daemon=True).start()
+
+
+def deregister() -> None:
+    from durable_workflow.store import workers
+
+    worker_id = _state.get("worker_id")
+    if not worker_id:
+        return
+    if _state.get("stop") is not None:
+        _state["stop"].set()
+    try:
+        workers.deregister(worker_id, now=clock.now())
+    finally:
+        _state.update(worker_id=None, stop=None)
+        set_registered_worker_id(None)
+
+
+def _queue_names(consumer: Any) -> list[str]:
+    try:
+        return [q.name for q in consumer.task_consumer.queues]
+    except AttributeError:
+        return []
+
+
+def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
+    pool = str(getattr(getattr(sender, "controller", None), "pool_cls", "") or "")
+    queues = _queue_names(sender)
+    _state["queues"] = queues
+    if "prefork" in pool.lower() or "processes" in pool.lower():
+        return  # children register themselves
+    register(queues)
+
+
+def _on_process_init(**kwargs: Any) -> None:
+    _state["pending_child"] = True
+
+
+def _on_task_prerun(**kwargs: Any) -> None:
+    # A prefork child learns its queues from the parent only once it runs: register
+    # lazily on its first task.
+    if _state.pop("pending_child", False) and not _state.get("worker_id"):
+        register(list(_state.get("queues") or []))
+
+
+def _on_shutdown(**kwargs: Any) -> None:
+    try:
+        deregister()
+    except Exception:
+        logger.warning("could not deregister worker", exc_info=True)
+
+
+def connect() -> None:
+    """Hook registration into Celery's worker lifecycle (idempotent)."""
+    if _state.get("connected") or not get_settings().WORKER_REGISTRATION:
+        return
+    _state["connected"] = True
+    signals.worker_ready.connect(_on_worker_ready, weak=False)
+    signals.worker_process_init.connect(_on_process_init, weak=False)
+    signals.task_prerun.connect(_on_task_prerun, weak=False)
+    signals.worker_process_shutdown.connect(_on_shutdown, weak=False)
+    signals.worker_shutdown.connect(_on_shutdown, weak=False)

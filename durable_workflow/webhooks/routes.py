@@ -45,5 +45,5 @@ def routes(workflows: Any = None) -> list[URLPattern]:
             path(prefix + "repair", view(views.RepairView), name=f"{scope}-repair"),
             path(prefix + "describe", view(views.DescribeView), name=f"{scope}-describe"),
         ]
-    patterns.append(re_path(r"^(?P<rest>.*)$", unknown_route, name="unknown-route"))
+    patterns.append(re_path(r"^(?P<rest>[\s\S]*)\Z", unknown_route, name="unknown-route"))
     return patterns

@@ -787,3 +787,10 @@ def test_opt_in_is_not_inherited_and_routes_takes_an_explicit_map(client):
         assert {"start", "run-update", "instance-describe", "control-plane-start"} <= names
     finally:
         registry._workflows.pop("webhooks.sub-order", None)
+
+
+@pytest.mark.parametrize("path", ["nope", "instances//signals/x", "instances/%2F%0A/signals/x"])
+def test_unknown_routes_answer_json_404(client, path):
+    response = post(client, "/webhooks/" + path)
+    assert response.status_code == 404
+    assert response.json()["reason"] == "unknown_route"

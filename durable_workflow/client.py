@@ -132,6 +132,30 @@ class WorkflowStub(StubTestKit):
             reason=reason or None,
         )
 
+    # -------------------------------------------------------------- messages
+    def send_message(
+        self,
+        stream_key: str,
+        payload_reference: str | None = None,
+        *,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Put a message on this instance's stream; a repeated idempotency key is a no-op."""
+        from durable_workflow.executor.streams import external_send
+
+        return external_send(
+            self._instance_id,
+            stream_key,
+            {
+                "payload_reference": payload_reference,
+                "correlation_id": correlation_id,
+                "idempotency_key": idempotency_key,
+                "metadata": metadata or {},
+            },
+        )
+
     # ----------------------------------------------------- cancel / terminate
     def attempt_cancel(self, reason: str | None = None) -> CommandResult:
         """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""

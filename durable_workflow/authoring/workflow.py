@@ -8,6 +8,7 @@ from durable_workflow import registry
 from durable_workflow.authoring import composition, decorators, helpers
 from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.saga import SagaMixin
+from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import NotInWorkflowError
 
@@ -66,6 +67,16 @@ class Workflow(SagaMixin):
         """Handles on every child started so far, in step order."""
         runtime = self._runtime()
         return [ChildWorkflowHandle(runtime, step) for step in runtime._children]
+
+    def messages(self, stream_key: str = DEFAULT_STREAM) -> MessageStream:
+        """The message stream ``stream_key`` of this instance."""
+        return MessageStream(self._runtime(), stream_key)
+
+    def inbox(self, stream_key: str = DEFAULT_STREAM) -> MessageStream:
+        return self.messages(stream_key)
+
+    def outbox(self, stream_key: str = DEFAULT_STREAM) -> MessageStream:
+        return self.messages(stream_key)
 
     def history_length(self) -> int:
         """Events in this run's history at the current point of the body (replay-stable)."""

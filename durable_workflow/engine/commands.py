@@ -90,8 +90,25 @@ class UpsertVisibility:
 
 
 @dataclass(frozen=True, slots=True)
+class AdvanceCursor:
+    step: int
+    stream_key: str
+    cursor: int
+    message_ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessage:
+    step: int
+    stream_key: str
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ContinueAsNew:
     arguments: Envelope
+    #: Stream cursors the next run starts from.
+    message_cursors: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +212,8 @@ Command = (
     | CancelActivity
     | RecordSelection
     | RecordVersionMarker
+    | AdvanceCursor
+    | SendMessage
     | UpsertVisibility
     | StartTimer
     | RecordSideEffect

@@ -55,6 +55,9 @@ class EventType(StrEnum):
     SELECTION_OPERATION_CANCELLED = "SelectionOperationCancelled"
     VERSION_MARKER_RECORDED = "VersionMarkerRecorded"
     SCHEDULE_TRIGGERED = "ScheduleTriggered"
+    MESSAGE_RECEIVED = "MessageReceived"
+    MESSAGE_CURSOR_ADVANCED = "MessageCursorAdvanced"
+    MESSAGE_SENT = "MessageSent"
     MEMO_UPSERTED = "MemoUpserted"
     SEARCH_ATTRIBUTES_UPSERTED = "SearchAttributesUpserted"
 
@@ -72,11 +75,15 @@ COMMAND_EVENTS = frozenset(
         EventType.CHILD_WORKFLOW_SCHEDULED,
         EventType.MEMO_UPSERTED,
         EventType.SEARCH_ATTRIBUTES_UPSERTED,
+        EventType.MESSAGE_CURSOR_ADVANCED,
+        EventType.MESSAGE_SENT,
     }
 )
 
 #: Inputs from outside the body that are not tied to a step.
-MESSAGE_EVENTS = frozenset({EventType.SIGNAL_RECEIVED, EventType.UPDATE_ACCEPTED})
+MESSAGE_EVENTS = frozenset(
+    {EventType.SIGNAL_RECEIVED, EventType.UPDATE_ACCEPTED, EventType.MESSAGE_RECEIVED}
+)
 
 #: Events that resolve a step the body is waiting on, delivered in log order.
 RESOLUTION_EVENTS = frozenset(

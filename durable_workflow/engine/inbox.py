@@ -56,6 +56,8 @@ class InboxMixin:
     def _deliver_message(self: WorkflowRuntime, event: HistoryEvent) -> None:
         if event.event_type == EventType.SIGNAL_RECEIVED:
             self._deliver_signal(event.payload)
+        elif event.event_type == EventType.MESSAGE_RECEIVED:
+            self._deliver_stream_message(event.payload)
         else:
             self._deliver_update(event.payload)
 

@@ -53,6 +53,7 @@ from durable_workflow.engine.groups import GroupsMixin
 from durable_workflow.engine.inbox import InboxMixin
 from durable_workflow.engine.services import ContinueAsNewRequested, ServicesMixin
 from durable_workflow.engine.steps import StepsMixin
+from durable_workflow.engine.streams import StreamsMixin
 from durable_workflow.engine.versions import VersionsMixin
 from durable_workflow.exceptions import (
     ActivityFailed,
@@ -80,6 +81,8 @@ _SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.CHILD_WORKFLOW_SCHEDULED: lambda p: ("child", p.get("child_workflow_type")),
     EventType.MEMO_UPSERTED: lambda p: ("memo", None),
     EventType.SEARCH_ATTRIBUTES_UPSERTED: lambda p: ("search_attributes", None),
+    EventType.MESSAGE_CURSOR_ADVANCED: lambda p: ("receive", p.get("stream_key")),
+    EventType.MESSAGE_SENT: lambda p: ("send_message", p.get("stream_key")),
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
@@ -91,6 +94,8 @@ _EVENT_OF_KIND = {
     "child": EventType.CHILD_WORKFLOW_SCHEDULED,
     "memo": EventType.MEMO_UPSERTED,
     "search_attributes": EventType.SEARCH_ATTRIBUTES_UPSERTED,
+    "receive": EventType.MESSAGE_CURSOR_ADVANCED,
+    "send_message": EventType.MESSAGE_SENT,
 }
 
 #: History events that record a fact the runtime itself produced, and their dedupe key.
@@ -136,7 +141,9 @@ class Future:
         self.waiters: list[greenlet.greenlet] = []
 
 
-class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, ServicesMixin):
+class WorkflowRuntime(
+    StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, ServicesMixin, StreamsMixin
+):
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -187,6 +194,7 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, Servic
         self._init_inbox()
         self._init_groups()
         self._init_versions()
+        self._init_streams()
 
     # ------------------------------------------------------------------ feeding
     @property
@@ -258,6 +266,7 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, Servic
         if kind == EventType.WORKFLOW_STARTED:
             self._now = event.recorded_at
             self.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
+            self._stream_cursors.update(event.payload.get("message_cursors") or {})
             args = envelope.decode(event.payload["arguments"], expected_codec=self.codec)
             self._spawn(self._main, *(args or []))
         elif kind in RESOLUTION_EVENTS:
@@ -413,7 +422,10 @@ class WorkflowRuntime(StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, Servic
             return
         except ContinueAsNewRequested as request:
             if self.closed is None:
-                self.closed = ContinueAsNew(arguments=self._encode(list(request.arguments)))
+                self.closed = ContinueAsNew(
+                    arguments=self._encode(list(request.arguments)),
+                    message_cursors=dict(self._stream_cursors),
+                )
         except greenlet.GreenletExit:
             raise
         except WorkflowCancelled:

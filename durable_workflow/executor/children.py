@@ -15,9 +15,9 @@ from typing import Any
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.steps import child_instance_id
-from durable_workflow.executor import dispatch
-from durable_workflow.models import ChildCallStatus, TaskType
-from durable_workflow.store import children, runs, tasks
+from durable_workflow.executor.common import wake_for_news
+from durable_workflow.models import ChildCallStatus
+from durable_workflow.store import children
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -116,21 +116,7 @@ def notify_parent(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) 
 
 
 def wake_parent(parent_run_id: uuid.UUID, *, now: dt.datetime) -> None:
-    if children.flag_parent_task(parent_run_id):
-        return
-    parent = runs.get_run(parent_run_id)
-    if parent is None:
-        return
-    task = tasks.create_task(
-        run_id=parent.id,
-        task_type=TaskType.WORKFLOW,
-        available_at=now,
-        queue=parent.queue,
-        connection=parent.connection,
-        payload={"absorb_children": True},
-        now=now,
-    )
-    dispatch.enqueue(task)
+    wake_for_news(parent_run_id, now=now)
 
 
 def report_children(run: RunRecord) -> list[Event]:

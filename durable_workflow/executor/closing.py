@@ -8,6 +8,7 @@ from typing import Any
 from durable_workflow.engine.events import EventType
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus
 from durable_workflow.store import activities, commands, messages, runs, tasks
+from durable_workflow.store import streams as stream_store
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -89,7 +90,13 @@ def close_as(
     return events
 
 
-def continue_as_new(run: RunRecord, arguments: dict[str, Any], *, now: dt.datetime) -> list[Event]:
+def continue_as_new(
+    run: RunRecord,
+    arguments: dict[str, Any],
+    cursors: dict[str, int] | None = None,
+    *,
+    now: dt.datetime,
+) -> list[Event]:
     """Close this run ``completed``/``continued`` and start the next run of the instance.
 
     The new run inherits visibility (business key, labels, memo, search
@@ -139,12 +146,21 @@ def continue_as_new(run: RunRecord, arguments: dict[str, Any], *, now: dt.dateti
         "arguments": arguments,
         "payload_codec": run.payload_codec,
         "continued_from_run_id": str(run.id),
+        "message_cursors": cursors or {},
     }
     carried_signals = [
         (EventType.SIGNAL_RECEIVED, payload)
         for payload in messages.move_pending_signals(run.id, following.id)
     ]
-    lifecycle.append(following, [(EventType.WORKFLOW_STARTED, started), *carried_signals], now=now)
+    carried_messages = [
+        (EventType.MESSAGE_RECEIVED, message)
+        for message in stream_store.move_pending(run.id, following.id)
+    ]
+    lifecycle.append(
+        following,
+        [(EventType.WORKFLOW_STARTED, started), *carried_signals, *carried_messages],
+        now=now,
+    )
     wake_workflow(following, now=now)
     following.set(status="pending")
     runs.save_run(following, now=now)

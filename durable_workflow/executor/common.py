@@ -10,7 +10,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import OperationalError, connections
 
@@ -81,6 +81,35 @@ def wake_workflow(run: RunRecord, *, now: dt.datetime) -> None:
         dispatch.enqueue(task)
     if run.status == RunStatus.WAITING:
         run.set(status=RunStatus.PENDING)
+
+
+def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
+    """Make the run's next workflow task pick up news (child outcomes, messages).
+
+    Never locks the run: flags its ready workflow task, or creates one.
+    """
+    from durable_workflow.models import Task, TaskStatus
+
+    flagged = Task.objects.filter(
+        run_id=run_id, task_type=TaskType.WORKFLOW, status=TaskStatus.READY
+    ).update(payload={"absorb": True})
+    if flagged:
+        return
+    from durable_workflow.store import runs
+
+    run = runs.get_run(run_id)
+    if run is None:
+        return
+    task = tasks.create_task(
+        run_id=run.id,
+        task_type=TaskType.WORKFLOW,
+        available_at=now,
+        queue=run.queue,
+        connection=run.connection,
+        payload={"absorb": True},
+        now=now,
+    )
+    dispatch.enqueue(task)
 
 
 def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import StructuralLimitExceeded
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, streams
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
 from durable_workflow.executor.timeouts import schedule_deadlines
@@ -311,7 +311,17 @@ def _check_size(kind: str, value: int) -> None:
         raise StructuralLimitExceeded(kind, value, configured)
 
 
+def _advance_cursor(run: RunRecord, command: c.AdvanceCursor, now: dt.datetime) -> list[Event]:
+    return streams.advance_cursor(run, command, now=now)
+
+
+def _send_message(run: RunRecord, command: c.SendMessage, now: dt.datetime) -> list[Event]:
+    return streams.send_from_workflow(run, command, now=now)
+
+
 _HANDLERS: dict[type, Any] = {
+    c.AdvanceCursor: _advance_cursor,
+    c.SendMessage: _send_message,
     c.RecordVersionMarker: _version_marker,
     c.UpsertVisibility: _upsert_visibility,
     c.StartChild: _start_child,
@@ -346,7 +356,7 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
             now=now,
         )
     if isinstance(closed, c.ContinueAsNew):
-        return continue_as_new(run, closed.arguments, now=now)
+        return continue_as_new(run, closed.arguments, closed.message_cursors, now=now)
     if isinstance(closed, c.CompleteWorkflow):
         run.set(
             status=RunStatus.COMPLETED,

@@ -32,6 +32,7 @@ from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
+from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -88,8 +89,8 @@ def _start(task_id: Any) -> str | _Pending:
             time_out_run(run, *expired, now=now)
             tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
             return "timed_out"
-        if claimed.payload.get("absorb_children"):
-            lifecycle.append(run, report_children(run), now=now)
+        if claimed.payload.get("absorb"):  # child outcomes or messages arrived
+            lifecycle.append(run, report_children(run) + deliver_pending(run), now=now)
         return _advance_and_settle(run, claimed, _runtime_for(run), now=now)
 
 

@@ -36,6 +36,7 @@ from durable_workflow.models.tasks import (
     Task,
     Timer,
 )
+from durable_workflow.models.streams import WorkflowMessage
 from durable_workflow.models.visibility import SearchAttribute
 from durable_workflow.models.workers import WorkerRegistration
 
@@ -72,6 +73,7 @@ __all__ = [
     "WorkflowCommand",
     "WorkflowFailure",
     "WorkflowInstance",
+    "WorkflowMessage",
     "WorkflowRun",
     "WorkflowSchedule",
     "WorkflowSignal",

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from durable_workflow.ids import uuid7
-from durable_workflow.models import ChildCall, ChildCallStatus, Task, TaskStatus, TaskType
+from durable_workflow.models import ChildCall, ChildCallStatus
 
 OPEN = (ChildCallStatus.SCHEDULED, ChildCallStatus.STARTED)
 
@@ -113,12 +113,3 @@ def open_calls(parent_run_id: uuid.UUID) -> list[ChildCallRecord]:
 
 def set_status(call_id: uuid.UUID, status: str, *, now: dt.datetime) -> None:
     ChildCall.objects.filter(id=call_id).update(status=status, closed_at=now)
-
-
-def flag_parent_task(parent_run_id: uuid.UUID) -> bool:
-    """Mark the parent's ready workflow task to pick up child news; False if there is none."""
-    return bool(
-        Task.objects.filter(
-            run_id=parent_run_id, task_type=TaskType.WORKFLOW, status=TaskStatus.READY
-        ).update(payload={"absorb_children": True})
-    )

@@ -58,3 +58,23 @@ class Tagged(Workflow):
         dw.upsert_memo({"customer_name": None, "status": "done"})
         dw.upsert_search_attributes({"stage": "done", "vip": None})
         return "tagged"
+
+
+class Inbox(Workflow):
+    """Consumes messages from a stream; forwards a reply to another instance."""
+
+    type_key = "tests.inbox"
+
+    def handle(self, wanted: int, reply_to: str | None = None) -> Any:
+        seen: list[str] = []
+        while len(seen) < wanted:
+            dw.wait(lambda: self.inbox("requests").has_pending())
+            peeked = self.inbox("requests").peek()
+            for message in self.inbox("requests").receive(limit=10):
+                seen.append(message["payload_reference"])
+            assert len(peeked) >= 1
+            if self.should_continue_as_new() and len(seen) < wanted:
+                dw.continue_as_new(wanted - len(seen), reply_to)
+        if reply_to:
+            self.outbox("replies").send_reference(reply_to, f"done:{len(seen)}")
+        return {"seen": seen, "cursor": self.inbox("requests").cursor()}

@@ -1,0 +1,79 @@
+"""``MessageStream``: the workflow-side inbox/outbox API (``self.inbox("key")``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from durable_workflow.engine.runtime import WorkflowRuntime
+
+DEFAULT_STREAM = "default"
+
+
+class MessageStream:
+    """One named stream of a workflow instance.
+
+    ``peek``/``has_pending``/``pending_count`` read what has been delivered;
+    ``receive`` consumes and advances the durable cursor; ``send_reference``
+    sends to another instance's stream with the same key (exactly once).
+    """
+
+    def __init__(self, runtime: WorkflowRuntime, key: str) -> None:
+        if not isinstance(key, str) or not key or len(key) > 128:
+            raise ValueError("a stream key must be a string of 1 to 128 characters")
+        self._runtime = runtime
+        self._key = key
+
+    def __repr__(self) -> str:
+        return f"<MessageStream {self._key}>"
+
+    def key(self) -> str:
+        return self._key
+
+    def cursor(self) -> int:
+        """How many messages this instance has consumed from the stream (across runs)."""
+        return self._runtime.stream_cursor(self._key)
+
+    def has_pending(self) -> bool:
+        return bool(self._runtime.stream_pending(self._key))
+
+    def pending_count(self) -> int:
+        return len(self._runtime.stream_pending(self._key))
+
+    def peek(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Delivered, unconsumed messages, oldest first, without consuming them."""
+        return self._runtime.stream_pending(self._key)[:limit]
+
+    def receive(self, limit: int = 1) -> list[dict[str, Any]]:
+        """Consume up to ``limit`` messages (none if nothing is pending); a durable step."""
+        return self._runtime.stream_receive(self._key, limit)
+
+    def receive_one(self) -> dict[str, Any] | None:
+        taken = self.receive(1)
+        return taken[0] if taken else None
+
+    def send_reference(
+        self,
+        target_instance_id: str,
+        payload_reference: str | None = None,
+        *,
+        channel: str = "workflow_message",
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expires_at: dt.datetime | None = None,
+    ) -> str:
+        """Send a message to ``target_instance_id``'s stream; returns its idempotency key."""
+        return self._runtime.stream_send(
+            self._key,
+            {
+                "target_instance_id": target_instance_id,
+                "payload_reference": payload_reference,
+                "channel": channel,
+                "correlation_id": correlation_id,
+                "idempotency_key": idempotency_key,
+                "metadata": metadata or {},
+                "expires_at": expires_at.isoformat() if expires_at else None,
+            },
+        )

@@ -1,0 +1,82 @@
+"""Message streams on the executor side: storing sends, delivering to targets, cursors."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from durable_workflow import clock
+from durable_workflow.engine import commands as c
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor.common import wake_for_news
+from durable_workflow.store import runs, streams
+from durable_workflow.store.records import RunRecord
+
+Event = tuple[str, dict[str, Any]]
+
+
+def send(
+    *, target_instance_id: str, stream_key: str, message: dict[str, Any], now: dt.datetime
+) -> dict[str, Any]:
+    """Store a message for ``target_instance_id`` and wake its current run."""
+    stored, created = streams.store_message(
+        target_instance_id=target_instance_id, stream_key=stream_key, message=message, now=now
+    )
+    if created:
+        target = runs.current_run(target_instance_id)
+        if target is not None:
+            wake_for_news(target.id, now=now)
+    return stored
+
+
+def send_from_workflow(run: RunRecord, command: c.SendMessage, *, now: dt.datetime) -> list[Event]:
+    message = {
+        **command.message,
+        "sender_instance_id": run.instance_id,
+        "sender_run_id": run.id,
+    }
+    stored = send(
+        target_instance_id=str(message.pop("target_instance_id")),
+        stream_key=command.stream_key,
+        message=message,
+        now=now,
+    )
+    payload = {
+        "sequence": command.step,
+        "stream_key": command.stream_key,
+        "message_id": stored["message_id"],
+        "message_sequence": stored["sequence"],
+        "idempotency_key": stored["idempotency_key"],
+    }
+    return [(EventType.MESSAGE_SENT, payload)]
+
+
+def advance_cursor(run: RunRecord, command: c.AdvanceCursor, *, now: dt.datetime) -> list[Event]:
+    streams.mark_consumed(command.message_ids, run.id, now=now)
+    payload = {
+        "sequence": command.step,
+        "stream_key": command.stream_key,
+        "cursor": command.cursor,
+        "message_ids": command.message_ids,
+    }
+    return [(EventType.MESSAGE_CURSOR_ADVANCED, payload)]
+
+
+def deliver_pending(run: RunRecord) -> list[Event]:
+    """MessageReceived events for messages sent to this instance but not yet in history."""
+    pending = streams.undelivered(run.instance_id)
+    streams.mark_delivered([m["message_id"] for m in pending], run.id)
+    return [(EventType.MESSAGE_RECEIVED, message) for message in pending]
+
+
+def external_send(instance_id: str, stream_key: str, message: dict[str, Any]) -> dict[str, Any]:
+    """Send from application code (not from a workflow)."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        return send(
+            target_instance_id=instance_id,
+            stream_key=stream_key,
+            message={"channel": "external", **message},
+            now=clock.now(),
+        )

@@ -11,6 +11,9 @@ class DurableWorkflowConfig(AppConfig):
 
     def ready(self) -> None:
         from durable_workflow import checks  # noqa: F401  (registers system checks)
+        from durable_workflow.payload_storage import configure_from_settings
+
+        configure_from_settings()  # external payload storage driver, if settings name one
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")

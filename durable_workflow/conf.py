@@ -81,6 +81,16 @@ class Settings:
     #: Overrides for structural limits (0 disables a check); see ``limit()``.
     STRUCTURAL_LIMITS: dict[str, int] = dataclasses.field(default_factory=dict)
 
+    # --- External payload storage (durable_workflow.payload_storage; read once at app start) ---
+    #: Dotted path to a driver class or factory; ``None`` keeps every payload inline.
+    PAYLOAD_STORAGE: str | None = None
+    #: Keyword arguments for it, e.g. ``{"root": "/srv/dw-payloads"}`` or ``{"alias": "payloads"}``.
+    PAYLOAD_STORAGE_OPTIONS: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Encoded payloads at or over this size are offloaded (0: none; references still resolve).
+    PAYLOAD_OFFLOAD_THRESHOLD_BYTES: int = 256 * 1024
+    #: Prefix of the content-addressed object keys: ``<prefix><sha256[:2]>/<sha256>``.
+    PAYLOAD_STORAGE_PREFIX: str = "dw-payloads/"
+
     def limit(self, kind: str) -> int:
         """The configured ceiling for a structural limit kind."""
         return int(self.STRUCTURAL_LIMITS.get(kind, DEFAULT_LIMITS[kind]))

@@ -3,6 +3,11 @@
 A payload is only ever decoded with the codec its envelope names; when the
 caller knows which codec a run was started with, a mismatch is refused rather
 than transcoded.  Anything that is not a tagged envelope is refused too.
+
+With a payload storage driver configured (``codec.external``), a payload whose
+encoded bytes are at or over the threshold is stored through the driver and
+the envelope carries a verifiable reference instead of the blob:
+``{"codec": <name>, "external_storage": {<reference>}}``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import base64
 import re
 from typing import Any, Final, Protocol
 
-from durable_workflow.codec import avro, json_codec
+from durable_workflow.codec import avro, external, json_codec
 from durable_workflow.exceptions import PayloadCodecError
 
 
@@ -34,44 +39,113 @@ def _codec(name: object) -> PayloadCodec:
     return module
 
 
-def _open(envelope: object, expected_codec: str | None = None) -> tuple[str, str]:
-    """Return (codec name, blob) of a well-formed envelope, or raise."""
+def _open(
+    envelope: object, expected_codec: str | None = None
+) -> tuple[str, str | None, external.ExternalPayloadReference | None]:
+    """Return (codec name, blob, reference) of a well-formed envelope, or raise.
+
+    Exactly one of blob and reference is set.
+    """
     if not isinstance(envelope, dict):
         raise PayloadCodecError(
             "unsupported_payload_codec", f"untagged payload of type {type(envelope).__name__}"
         )
     name = envelope.get("codec")
     blob = envelope.get("blob")
-    if not isinstance(name, str) or not isinstance(blob, str):
+    raw_reference = envelope.get(external.ENVELOPE_KEY)
+    if not isinstance(name, str) or not (
+        isinstance(blob, str) if raw_reference is None else blob is None
+    ):
         raise PayloadCodecError(
-            "unsupported_payload_codec", "envelope needs a string 'codec' and a string 'blob'"
+            "unsupported_payload_codec",
+            "envelope needs a string 'codec' and either a string 'blob' or an "
+            "'external_storage' reference",
         )
     if expected_codec is not None and name != expected_codec:
         raise PayloadCodecError(
             "unsupported_payload_codec", f"payload uses {name!r} but {expected_codec!r} is required"
         )
-    return name, blob
+    if raw_reference is None:
+        return name, blob, None
+    _codec(name)
+    reference = external.ExternalPayloadReference.from_dict(raw_reference)
+    if reference.codec != name:
+        raise PayloadCodecError(
+            external.INVALID_REFERENCE,
+            f"reference codec {reference.codec!r} differs from the envelope's {name!r}",
+        )
+    return name, None, reference
 
 
-def encode(value: Any, codec: str = DEFAULT_CODEC) -> dict[str, str]:
-    """Wrap ``value`` in an envelope tagged with ``codec``."""
-    return {"codec": codec, "blob": _codec(codec).encode_blob(value)}
+def _to_bytes(name: str, value: Any) -> bytes | str:
+    """The encoded payload: Avro gives the raw frame, text codecs their blob."""
+    if name == "avro":
+        return avro.encode_frame(value)
+    return _codec(name).encode_blob(value)
+
+
+def _size(encoded: bytes | str) -> int:
+    if isinstance(encoded, bytes) or encoded.isascii():
+        return len(encoded)
+    return len(encoded.encode("utf-8", "surrogatepass"))
+
+
+def _from_bytes(name: str, data: bytes) -> Any:
+    """Decode bytes fetched from external storage (the inverse of ``_to_bytes``)."""
+    if name == "avro":
+        return avro.decode_frame(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadCodecError("invalid_payload_framing", f"stored text: {exc}") from None
+    return _codec(name).decode_blob(text)
+
+
+def encode(value: Any, codec: str = DEFAULT_CODEC) -> dict[str, Any]:
+    """Wrap ``value`` in an envelope tagged with ``codec`` (offloaded when large)."""
+    module = _codec(codec)
+    threshold = external.offload_threshold()
+    if threshold is None:
+        return {"codec": codec, "blob": module.encode_blob(value)}
+    encoded = _to_bytes(codec, value)
+    if _size(encoded) < threshold:
+        if isinstance(encoded, bytes):
+            return {"codec": codec, "blob": base64.b64encode(encoded).decode("ascii")}
+        return {"codec": codec, "blob": encoded}
+    data = encoded if isinstance(encoded, bytes) else encoded.encode("utf-8")
+    return {"codec": codec, external.ENVELOPE_KEY: external.store(data, codec).to_dict()}
 
 
 def decode(envelope: Any, expected_codec: str | None = None) -> Any:
-    """Decode an envelope with the codec it names (which must equal ``expected_codec``)."""
-    name, blob = _open(envelope, expected_codec)
-    return _codec(name).decode_blob(blob)
+    """Decode an envelope with the codec it names (which must equal ``expected_codec``).
+
+    An external reference is fetched and verified (size, then SHA-256) first.
+    """
+    name, blob, reference = _open(envelope, expected_codec)
+    module = _codec(name)
+    if reference is None:
+        return module.decode_blob(blob)  # type: ignore[arg-type]
+    return _from_bytes(name, external.fetch(reference))
+
+
+def is_external(envelope: Any) -> bool:
+    """Whether ``envelope`` carries an external storage reference instead of a blob."""
+    return isinstance(envelope, dict) and external.ENVELOPE_KEY in envelope
 
 
 def encoded_size(envelope: Any) -> int:
     """Size in bytes that payload limits are measured against.
 
     For Avro that is the raw single-object frame (computed from the base64
-    length without decoding it); for JSON, the UTF-8 length of the text.
+    length without decoding it); for JSON, the UTF-8 length of the text.  An
+    externally stored payload reports the size its reference records (the real
+    payload, not the reference), without fetching it.
     """
-    name, blob = _open(envelope)
+    name, blob, reference = _open(envelope)
     _codec(name)
+    if reference is not None:
+        return reference.size_bytes
+    assert blob is not None
     if name == "avro":
         if len(blob) % 4:
             raise PayloadCodecError(

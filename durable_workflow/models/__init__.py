@@ -29,6 +29,7 @@ from durable_workflow.models.schedules import (
     ScheduleStatus,
     WorkflowSchedule,
 )
+from durable_workflow.models.streams import WorkflowMessage
 from durable_workflow.models.tasks import (
     ActivityAttempt,
     ActivityExecution,
@@ -36,7 +37,6 @@ from durable_workflow.models.tasks import (
     Task,
     Timer,
 )
-from durable_workflow.models.streams import WorkflowMessage
 from durable_workflow.models.visibility import SearchAttribute
 from durable_workflow.models.workers import WorkerRegistration
 

@@ -51,6 +51,9 @@ class EngineAdmin(admin.ModelAdmin):
     paginator = CappedCountPaginator
     show_full_result_count = False
     list_per_page = 50
+    # Newest first along the primary key (time-ordered UUIDs or an auto id): an index
+    # scan, where the models' orderings through foreign keys would sort the whole table.
+    ordering = ("-pk",)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
         declared = list(super().get_readonly_fields(request, obj))

@@ -68,6 +68,7 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
         "attribute, or text in search attributes."
     )
     actions = OPERATOR_ACTIONS
+    ordering = ("-created_at",)
     change_form_template = "durable_workflow/admin/run_change_form.html"
     readonly_fields = ("instance_link", "arguments_display", "output_display", "lineage")
     fieldsets = (
@@ -324,6 +325,7 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
     search_fields = ("=instance_id", "^instance_id", "=business_key")
     search_help_text = "Instance id (exact or prefix) or business key."
     actions = OPERATOR_ACTIONS
+    ordering = ("-created_at",)
     change_form_template = "durable_workflow/admin/run_change_form.html"
     readonly_fields = ("current_run_link", "runs")
 

@@ -57,7 +57,8 @@ class EngineAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
         declared = list(super().get_readonly_fields(request, obj))
-        return declared + [f.name for f in self.model._meta.fields if f.name not in declared]
+        hidden = set(self.exclude or ()) | set(declared)
+        return declared + [f.name for f in self.model._meta.fields if f.name not in hidden]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -281,3 +281,15 @@ def test_typed_search_attribute_rows(viewer, world):
     pk = SearchAttribute.objects.get(key="region").pk
     detail = reverse("admin:durable_workflow_searchattribute_change", args=[pk])
     assert viewer.get(detail).status_code == 200
+
+
+def test_detail_pages_show_payloads_decoded_not_as_blobs(viewer, world):
+    execution = ActivityExecution.objects.filter(activity_type="tests.greet").first()
+    html = viewer.get(url(ActivityExecution, "change", execution.pk)).content.decode()
+    assert "hello ada" in html and "&quot;blob&quot;" not in html
+    run = WorkflowRun.objects.get(instance_id="adm-done")
+    html = viewer.get(url(WorkflowRun, "change", run.pk)).content.decode()
+    assert "hello ada" in html and "&quot;blob&quot;" not in html
+    signal = WorkflowSignal.objects.first()
+    html = viewer.get(url(WorkflowSignal, "change", signal.pk)).content.decode()
+    assert "early" in html and "&quot;blob&quot;" not in html

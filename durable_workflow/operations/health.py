@@ -23,6 +23,7 @@ CATEGORIES = ("correctness", "acceleration")
 def _queue_visibility(now: dt.datetime) -> dict[str, Any]:
     try:
         per_queue = metrics.queues(now)
+        fleet = metrics.workers(now)
     except Exception as exc:
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}", "task_queues": []}
     task_queues = [
@@ -34,6 +35,7 @@ def _queue_visibility(now: dt.datetime) -> dict[str, Any]:
                 "approximate_backlog_age_ms": q["max_ready_due_age_ms"],
                 "tasks_added_last_minute": q["tasks_added_last_minute"],
                 "tasks_dispatched_last_minute": q["tasks_dispatched_last_minute"],
+                "pollers": metrics.pollers(fleet, q["queue"]),
                 **{f"{kind}_tasks": counts for kind, counts in q["by_task_type"].items()},
             },
             "repair": {
@@ -58,7 +60,17 @@ def _alerts(checks: list[dict[str, Any]], visibility: dict[str, Any]) -> list[di
         if c["status"] != OK
     ]
     for queue in visibility["task_queues"]:
-        repair = queue["repair"]
+        stats, repair = queue["stats"], queue["repair"]
+        if stats["approximate_backlog_count"] and not stats["pollers"]["active_count"]:
+            alerts.append(
+                {
+                    "source": "queue",
+                    "id": queue["queue"],
+                    "status": "warning",
+                    "message": f"{stats['approximate_backlog_count']} ready task(s) on "
+                    f"{queue['queue']} and no registered worker polls it",
+                }
+            )
         if repair["candidates"]:
             alerts.append(
                 {

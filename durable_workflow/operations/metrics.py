@@ -24,6 +24,7 @@ from durable_workflow.models import (
     RunStatus,
     Task,
     TaskStatus,
+    WorkerRegistration,
     WorkflowCommand,
     WorkflowFailure,
     WorkflowRun,
@@ -262,6 +263,43 @@ def _activities() -> dict[str, Any]:
     }
 
 
+def workers(now: dt.datetime) -> dict[str, Any]:
+    """Registered worker processes: live ones, stale ones, and who serves which queue."""
+    stale_after = get_settings().WORKER_STALE_AFTER_SECONDS
+    cutoff = now - dt.timedelta(seconds=stale_after)
+    fleet = [
+        {
+            "worker_id": row["worker_id"],
+            "hostname": row["hostname"],
+            "queues": list(row["queues"] or []),
+            "capabilities": list(row["capabilities"] or []),
+            "live": row["last_heartbeat_at"] >= cutoff,
+            "last_heartbeat_at": queries.iso(row["last_heartbeat_at"]),
+        }
+        for row in WorkerRegistration.objects.filter(status="active")
+        .order_by("worker_id")
+        .values("worker_id", "hostname", "queues", "capabilities", "last_heartbeat_at")[:500]
+    ]
+    live = [w for w in fleet if w["live"]]
+    return {
+        "active_workers": len(live),
+        "stale_workers": len(fleet) - len(live),
+        "active_worker_scopes": len({q for w in live for q in w["queues"]}),
+        "stale_after_seconds": stale_after,
+        "fleet": fleet,
+    }
+
+
+def pollers(fleet: dict[str, Any], queue: str) -> dict[str, int]:
+    serving = [w for w in fleet["fleet"] if queue in w["queues"]]
+    live = sum(1 for w in serving if w["live"])
+    return {
+        "active_count": live,
+        "stale_count": len(serving) - live,
+        "stale_after_seconds": fleet["stale_after_seconds"],
+    }
+
+
 def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
     """The snapshot (``durable_workflow/schemas/operator-metrics.schema.json``)."""
     now = now or clock.now()
@@ -270,6 +308,9 @@ def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
         queries.runs_stopped_on_failed_task().count() + queries.runs_missing_their_task().count()
     )
     activities = _activities()
+    fleet = workers(now)
+    for entry in per_queue:
+        entry["pollers"] = pollers(fleet, entry["queue"])
     return {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
@@ -284,5 +325,6 @@ def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
         "repair": _repair(now),
         "failures": _failures(now),
         "history": _history(),
+        "workers": fleet,
         "matching_role": matching_role(),
     }

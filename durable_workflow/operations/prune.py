@@ -35,6 +35,7 @@ from durable_workflow.models import (
     WorkflowCommand,
     WorkflowFailure,
     WorkflowInstance,
+    WorkflowMessage,
     WorkflowRun,
     WorkflowSignal,
     WorkflowUpdate,
@@ -138,6 +139,7 @@ def delete_runs(run_ids: list[uuid.UUID]) -> Counter[str]:
             for model in (WorkflowSignal, WorkflowUpdate):
                 model.objects.filter(instance_id__in=emptied).delete()
             WorkflowCommand.objects.filter(instance_id__in=emptied).delete()
+            WorkflowMessage.objects.filter(target_instance_id__in=emptied).delete()
             deleted["instances"] += (
                 WorkflowInstance.objects.filter(instance_id__in=emptied)
                 .delete()[1]

@@ -20,9 +20,11 @@ from durable_workflow.models import (
     HistoryEvent,
     Task,
     Timer,
+    WorkerRegistration,
     WorkflowCommand,
     WorkflowFailure,
     WorkflowInstance,
+    WorkflowMessage,
     WorkflowRun,
     WorkflowSignal,
     WorkflowUpdate,
@@ -44,6 +46,8 @@ MODELS = [
     WorkflowFailure,
     WorkflowSignal,
     WorkflowUpdate,
+    WorkerRegistration,
+    WorkflowMessage,
 ]
 
 
@@ -92,6 +96,21 @@ def world(inline):
     inline.run()
     updates.submit_update("add-item", "one")
     inline.run()
+    now = clock.now()
+    WorkerRegistration.objects.create(
+        worker_id="celery@host-1:42",
+        hostname="host-1",
+        pid=42,
+        queues=["celery", "payments"],
+        started_at=now,
+        last_heartbeat_at=now,
+    )
+    WorkflowMessage.objects.get_or_create(
+        target_instance_id="adm-waiting",
+        stream_key="chat",
+        sequence=1,
+        defaults={"payload_reference": "s3://bucket/1", "created_at": now},
+    )
     return {
         "done": done,
         "caught": caught,

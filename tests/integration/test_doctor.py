@@ -345,3 +345,25 @@ def test_a_crashing_check_becomes_an_error(monkeypatch):
     assert results[0].status == "error"
     assert "kaput" in results[0].message
     assert work  # the real module stays importable
+
+
+def test_registered_workers_count_as_consumers(inline):
+    from durable_workflow.models import WorkerRegistration
+
+    start("tests.sequential", "doctor-registered", "ada")
+    Task.objects.update(queue="payments")
+    assert check(doctor(), "workers")["status"] == "error"
+    now = clock.now()
+    WorkerRegistration.objects.create(
+        worker_id="celery@box:7",
+        hostname="box",
+        pid=7,
+        queues=["celery", "payments"],
+        started_at=now,
+        last_heartbeat_at=now,
+    )
+    workers = check(doctor(), "workers")
+    assert workers["status"] == "ok", workers["message"]
+    assert workers["details"]["registered_workers"] == {"celery@box:7": ["celery", "payments"]}
+    clock.advance(dt.timedelta(minutes=5))  # the registration goes stale
+    assert check(doctor(), "workers")["status"] == "error"

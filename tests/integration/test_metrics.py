@@ -155,3 +155,31 @@ def test_json_log_lines_carry_run_ids(client, inline):
     assert line["run_id"] == stub.run_id()
     assert line["level"] == "INFO" and line["logger"] == "durable_workflow"
     assert "repair_dispatched" in line["message"]
+
+
+def test_worker_fleet_and_pollers(inline):
+    from durable_workflow.models import WorkerRegistration
+
+    stub = start("tests.sequential", "fleet-run", "ada")
+    Task.objects.filter(run_id=stub.run_id()).update(queue="payments")
+    now = clock.now()
+    for worker_id, beat in (("live@a:1", now), ("stale@b:2", now - dt.timedelta(minutes=10))):
+        WorkerRegistration.objects.create(
+            worker_id=worker_id,
+            hostname=worker_id.split("@")[1],
+            pid=1,
+            queues=["payments"],
+            started_at=beat,
+            last_heartbeat_at=beat,
+        )
+    snapshot = operator_metrics()
+    schemas.validate(snapshot, schemas.OPERATOR_METRICS)
+    assert snapshot["workers"]["active_workers"] == 1
+    assert snapshot["workers"]["stale_workers"] == 1
+    payments = next(q for q in snapshot["queues"] if q["queue"] == "payments")
+    assert payments["pollers"] == {"active_count": 1, "stale_count": 1, "stale_after_seconds": 30}
+    WorkerRegistration.objects.filter(worker_id="live@a:1").delete()
+    health_snapshot, _ = health(include_broker=False)
+    schemas.validate(health_snapshot, schemas.HEALTH)
+    alerts = [a["message"] for a in health_snapshot["coordination_alerts"]]
+    assert any("no registered worker polls it" in message for message in alerts)

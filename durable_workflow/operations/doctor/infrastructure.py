@@ -194,6 +194,17 @@ def _active_queues(ctx: DoctorContext, connection: str | None) -> dict[str, list
     return inspector.active_queues() or {}
 
 
+def _registered(ctx: DoctorContext) -> dict[str, list[str]]:
+    """Queues of worker processes that registered and heartbeat recently."""
+    from durable_workflow.models import WorkerRegistration
+
+    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
+    rows = WorkerRegistration.objects.filter(
+        status="active", last_heartbeat_at__gte=ctx.now - stale
+    ).values_list("worker_id", "queues")
+    return {worker_id: sorted(str(q) for q in queues or []) for worker_id, queues in rows}
+
+
 def check_workers(ctx: DoctorContext) -> CheckResult:
     title = "Workers consume every queue"
     broker = ctx.results.get("broker")
@@ -204,6 +215,7 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
     }
     configured, busy = queues.configured_scopes(), queues.open_task_scopes()
     consumers: dict[str, list[str]] = {}
+    registered = _registered(ctx)
     idle, stalled, skipped = [], [], []
     for connection, wanted in queues.by_connection(configured | busy).items():
         if _label(connection) in unreachable:
@@ -211,6 +223,8 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
             continue
         active = _active_queues(ctx, connection)
         served = {q["name"] for worker_queues in active.values() for q in worker_queues}
+        if connection is None:  # registrations do not name their connection
+            served |= {queue for names in registered.values() for queue in names}
         for worker, worker_queues in active.items():
             consumers[worker] = sorted(q["name"] for q in worker_queues)
         for queue in wanted:
@@ -218,7 +232,12 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
                 continue
             scope = f"{queue}" if connection is None else f"{connection}:{queue}"
             (stalled if (connection, queue) in busy else idle).append(scope)
-    details = {"workers": consumers, "no_consumer": sorted(stalled + idle), "skipped": skipped}
+    details = {
+        "workers": consumers,
+        "registered_workers": registered,
+        "no_consumer": sorted(stalled + idle),
+        "skipped": skipped,
+    }
     start = "Start a worker for it: `celery -A <project> worker -Q <queue>[,<queue>...]`."
     if stalled:
         return CheckResult(
@@ -247,7 +266,7 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
             "Fix the broker first.",
             details=details,
         )
-    if connections[_alias()].vendor == "sqlite" and len(consumers) > 1:
+    if connections[_alias()].vendor == "sqlite" and len(set(consumers) | set(registered)) > 1:
         return CheckResult(
             "workers",
             title,
@@ -256,8 +275,9 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
             "Use PostgreSQL for more than one worker process.",
             details=details,
         )
+    count = len(set(consumers) | set(registered))
     return CheckResult(
-        "workers", title, OK, f"{len(consumers)} worker(s) cover every queue", details=details
+        "workers", title, OK, f"{count} worker(s) cover every queue", details=details
     )
 
 

@@ -47,3 +47,14 @@ def reset() -> None:
 
 def is_real() -> bool:
     return _frozen is None and _offset == dt.timedelta(0)
+
+
+def snapshot() -> tuple[dt.timedelta, dt.datetime | None]:
+    """The clock's current setting, for ``restore`` (used by the testing kit)."""
+    return _offset, _frozen
+
+
+def restore(state: tuple[dt.timedelta, dt.datetime | None]) -> None:
+    global _offset, _frozen
+    with _lock:
+        _offset, _frozen = state

@@ -18,17 +18,11 @@ from durable_workflow import clock
 
 
 def _state() -> tuple[dt.timedelta, dt.datetime | None]:
-    # The clock module keeps its state private; a snapshot is all a block needs.
-    return clock._offset, clock._frozen
+    return clock.snapshot()
 
 
 def _put_back(state: tuple[dt.timedelta, dt.datetime | None]) -> None:
-    offset, frozen = state
-    clock.reset()
-    if frozen is not None:
-        clock.freeze(frozen)
-    elif offset:
-        clock.advance(offset)
+    clock.restore(state)
 
 
 class ClockChange:

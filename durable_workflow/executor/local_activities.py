@@ -99,6 +99,41 @@ def begin_attempt(
     )
 
 
+def give_up_if_exhausted(
+    run: RunRecord, task: TaskRecord, request: LocalRequest, *, now: dt.datetime
+) -> bool:
+    """A crashed attempt past the attempt budget is not run again: the activity fails."""
+    from durable_workflow.executor.activity_task import record_final_failure
+
+    if request.retry_reason != "cold_replay":
+        return False
+    execution = activities.execution_at_step(run.id, request.step)
+    if execution is None:
+        return False
+    budget = int(execution.options.get("max_attempts", 1))
+    limit = max(budget, 1) + get_settings().ACTIVITY_MAX_LEASE_EXPIRIES if budget else 0
+    if not limit or request.attempt_number <= limit:
+        return False
+    info = FailureInfo(
+        exception_type="ActivityLeaseExpired",
+        exception_class="durable_workflow.exceptions.ActivityLeaseExpired",
+        message=f"the local activity's worker was lost {request.attempt_number - 1} times",
+        category="timeout",
+    )
+    kind, payload = record_final_failure(
+        run,
+        execution,
+        attempt_id=execution.current_attempt_id,
+        attempt_number=request.attempt_number - 1,
+        info=info,
+        non_retryable=True,
+        now=now,
+        wake=False,
+    )
+    lifecycle.append(run, [(kind, {**payload, **LOCAL, "workflow_task_id": str(task.id)})], now=now)
+    return True
+
+
 def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
     """Run the activity with no transaction open."""
     from durable_workflow.executor.activity_task import invoke_activity
@@ -193,6 +228,9 @@ def finish_attempt(
             category="timeout",
         )
         final = timeout_kind == "schedule_to_close"
+    elif isinstance(value, ActivityCancelled):
+        info = describe(value, category="cancelled")
+        final = True
     else:
         info = describe(value, category="activity")
         final = non_retryable(value, policy.get("non_retryable_error_types") or [])

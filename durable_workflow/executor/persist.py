@@ -58,7 +58,7 @@ def _schedule_activity(
         queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
         connection=None if local else command.connection,
         now=now,
-        deadlines=schedule_deadlines(command.options, now),
+        deadlines=None if local else schedule_deadlines(command.options, now),
     )
     payload: dict[str, Any] = {
         "sequence": command.step,

@@ -45,7 +45,8 @@ class StickyCache:
 
     def __init__(self) -> None:
         self._local = threading.local()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # ``_entries`` may be first touched under the lock
+        self._every: list[collections.OrderedDict[uuid.UUID, _Entry]] = []
         self.stats = StickyStats()
 
     @property
@@ -53,6 +54,8 @@ class StickyCache:
         entries = getattr(self._local, "entries", None)
         if entries is None:
             entries = self._local.entries = collections.OrderedDict()
+            with self._lock:
+                self._every.append(entries)
         return entries
 
     def __len__(self) -> int:
@@ -111,7 +114,7 @@ class StickyCache:
         return {
             "enabled": settings.STICKY_ENABLED,
             "capacity": settings.STICKY_CACHE_CAPACITY,
-            "size": len(self._entries),
+            "size": sum(len(entries) for entries in self._every),
             **self.stats.as_dict(),
         }
 

@@ -45,7 +45,7 @@ def send_from_workflow(run: RunRecord, command: c.SendMessage, *, now: dt.dateti
         "sequence": command.step,
         "stream_key": command.stream_key,
         "message_id": stored["message_id"],
-        "message_sequence": stored["sequence"],
+        "message_sequence": stored["message_sequence"],
         "idempotency_key": stored["idempotency_key"],
     }
     return [(EventType.MESSAGE_SENT, payload)]

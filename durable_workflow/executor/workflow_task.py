@@ -27,7 +27,7 @@ from durable_workflow.exceptions import (
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
-from durable_workflow.executor import lifecycle, local_activities, sticky
+from durable_workflow.executor import dispatch, lifecycle, local_activities, sticky
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.local_activities import LocalLease
@@ -75,6 +75,15 @@ def _start(task_id: Any) -> str | _Pending:
         if task is None or task.status != TaskStatus.READY:
             return "skipped"
         run = runs.lock_run(task.run_id)
+        if (
+            run is not None
+            and run.status == RunStatus.RUNNING  # only set while a local activity runs
+            and tasks.workflow_task_in_progress(run.id, now=now)
+        ):
+            # A local activity of this run is running under another task's lease: try later.
+            tasks.release(task.id, available_at=now + dt.timedelta(seconds=1), now=now)
+            dispatch.enqueue(tasks.get(task.id))  # type: ignore[arg-type]
+            return "busy"
         settings = get_settings()
         claimed = tasks.claim(
             task, owner=worker_id(), now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS
@@ -143,6 +152,8 @@ def _advance_and_settle(
         runtime.dispose()
         _record_task_failure(run, task.id, exc, now=now)
         return "failed"
+    if request is not None and local_activities.give_up_if_exhausted(run, task, request, now=now):
+        return _advance_and_settle(run, task, runtime, now=now)  # the body sees the failure
     if request is not None:
         lease = local_activities.begin_attempt(run, task, request, now=now)
         runs.save_run(run, now=now)
@@ -171,11 +182,14 @@ def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> A
             lifecycle.append(run, events, now=now)
             boundary = run.next_sequence - 1
             run.set(last_progress_at=now, workflow_task_sequence=boundary)
-            requests, runtime.local_requests = runtime.local_requests, []
+            requests = runtime.local_requests
             if runtime.closed is None and requests:
                 keep = True
                 run.set(status=RunStatus.RUNNING)
+                # One at a time; the rest stay queued on the runtime for the next round.
+                runtime.local_requests = requests[1:]
                 return requests[0]
+            runtime.local_requests = []
             if runtime.closed is None:
                 keep = True
                 transaction.on_commit(

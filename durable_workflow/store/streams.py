@@ -17,7 +17,7 @@ def _payload(row: WorkflowMessage) -> dict[str, Any]:
     return {
         "message_id": str(row.id),
         "stream_key": row.stream_key,
-        "sequence": row.sequence,
+        "message_sequence": row.sequence,
         "channel": row.channel,
         "sender_instance_id": row.sender_instance_id,
         "payload_reference": row.payload_reference,

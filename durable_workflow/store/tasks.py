@@ -255,3 +255,13 @@ def still_held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool
     return Task.objects.filter(
         id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
     ).exists()
+
+
+def workflow_task_in_progress(run_id: uuid.UUID, *, now: dt.datetime) -> bool:
+    """A workflow task of the run holds an unexpired lease (a local activity is running)."""
+    return Task.objects.filter(
+        run_id=run_id,
+        task_type=TaskType.WORKFLOW,
+        status=TaskStatus.LEASED,
+        lease_expires_at__gt=now,
+    ).exists()

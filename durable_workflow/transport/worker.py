@@ -9,6 +9,7 @@ thread, and deregisters on a warm shutdown. A registration silent for
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -63,7 +64,7 @@ def _start_heartbeat(worker_id: str) -> None:
     def beat() -> None:
         from durable_workflow.store import workers
 
-        interval = get_settings().WORKER_HEARTBEAT_SECONDS
+        interval = max(get_settings().WORKER_HEARTBEAT_SECONDS, 0.2)
         while not stop.wait(interval):
             try:
                 close_old_connections()
@@ -98,9 +99,15 @@ def _queue_names(consumer: Any) -> list[str]:
         return []
 
 
+def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    """Learn the queues before the pool forks, so prefork children inherit them."""
+    with contextlib.suppress(AttributeError):
+        _state["queues"] = sorted(instance.app.amqp.queues.consume_from)
+
+
 def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     pool = str(getattr(getattr(sender, "controller", None), "pool_cls", "") or "")
-    queues = _queue_names(sender)
+    queues = _queue_names(sender) or list(_state.get("queues") or [])
     _state["queues"] = queues
     if "prefork" in pool.lower() or "processes" in pool.lower():
         return  # children register themselves
@@ -130,6 +137,7 @@ def connect() -> None:
     if _state.get("connected") or not get_settings().WORKER_REGISTRATION:
         return
     _state["connected"] = True
+    signals.celeryd_after_setup.connect(_on_after_setup, weak=False)
     signals.worker_ready.connect(_on_worker_ready, weak=False)
     signals.worker_process_init.connect(_on_process_init, weak=False)
     signals.task_prerun.connect(_on_task_prerun, weak=False)

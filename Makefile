@@ -25,3 +25,8 @@ test: venv
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
+
+# Benchmarks against bare Celery and DBOS (needs the local PostgreSQL and Redis).
+.PHONY: bench
+bench:
+	bash benchmarks/bench.sh $(BENCH_ARGS)

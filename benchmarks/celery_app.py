@@ -1,0 +1,45 @@
+"""The one Celery app the benchmark workers run: engine tasks and baseline tasks side by side.
+
+Both the engine and the bare-Celery baselines use this app, the same Redis
+broker and the same worker processes, so the comparison only differs in what
+each task does. The result backend is only used by the chord baseline; every
+other task ignores results.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from celery import Celery
+from celery.signals import worker_ready
+
+from benchmarks import config
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+
+app = Celery("durable_workflow_benchmarks", include=["benchmarks.baseline_tasks"])
+app.conf.update(
+    broker_url=config.REDIS_URL,
+    result_backend=config.REDIS_URL,
+    task_ignore_result=True,
+    worker_prefetch_multiplier=1,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    worker_redirect_stdouts=False,
+    result_expires=600,
+)
+if config.DB_CONNECTIONS == "reuse":
+    # Celery's Django fix-up closes the database connection before and after
+    # every task unless this is set; a new PostgreSQL connection per task costs
+    # several milliseconds, more than the engine's own work on a small step.
+    app.conf.update(CELERY_DB_REUSE_MAX=1_000_000)
+app.autodiscover_tasks(["durable_workflow"])
+
+
+@worker_ready.connect
+def _announce_ready(**_: object) -> None:
+    """Tell the harness this worker consumes (the harness waits for the file)."""
+    path = os.environ.get("DW_BENCH_READY_FILE")
+    if path:
+        pathlib.Path(path).write_text(str(os.getpid()))

@@ -1,0 +1,197 @@
+"""Orchestration: services, databases, scenarios in order, the table and the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import json
+import os
+import platform
+import time
+import traceback
+from typing import Any
+
+from benchmarks import config, services
+from benchmarks.report import evaluate_targets, print_table
+from benchmarks.scenarios import ORDER
+from benchmarks.scenarios.common import Context
+
+NEEDS_WORKERS = {"sequential", "throughput", "local", "fanout", "memory"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/run.py",
+        description="durable_workflow vs bare Celery and DBOS, on the local PostgreSQL and Redis.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sizes, fewer repetitions (~4 min)"
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=ORDER,
+        metavar="NAME",
+        help=f"run only these (repeatable): {', '.join(ORDER)}",
+    )
+    parser.add_argument("--repeat", type=int, help="repetitions per scenario (default 5, quick 3)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="solo-pool worker processes (default 2)"
+    )
+    parser.add_argument(
+        "--throughput-n", type=int, help="workflows per throughput round (default 200, quick 50)"
+    )
+    parser.add_argument(
+        "--memory-n", type=int, help="workflows for the RSS scenario (default 10000, quick 1000)"
+    )
+    parser.add_argument(
+        "--db-connections",
+        choices=config.DB_CONNECTION_MODES,
+        default=config.DB_CONNECTIONS,
+        help="how workers hold database connections (default reuse; see README)",
+    )
+    parser.add_argument(
+        "--output", default=str(config.RESULTS_DIR / "latest.json"), help="JSON result path"
+    )
+    parser.add_argument(
+        "--keep-db", action="store_true", help="do not drop the benchmark database at the end"
+    )
+    return parser.parse_args(argv)
+
+
+def source_info() -> dict[str, Any]:
+    """The engine code being measured: git commit and whether the tree had changes."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=config.ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    changed = [
+        line for line in git("status", "--porcelain", "--", "durable_workflow").splitlines() if line
+    ]
+    commit = git("rev-parse", "HEAD") or os.environ.get("DW_BENCH_SOURCE_COMMIT") or None
+    return {
+        "commit": commit,
+        "engine_files_changed": len(changed) if git("rev-parse", "HEAD") else None,
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        with open("/proc/meminfo") as handle:
+            info["memory_total_mb"] = int(handle.readline().split()[1]) // 1024
+        with open("/proc/cpuinfo") as handle:
+            models = [
+                line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")
+            ]
+            info["cpu"] = models[0] if models else ""
+    except OSError:
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    for package in (
+        "django",
+        "celery",
+        "kombu",
+        "redis",
+        "psycopg",
+        "greenlet",
+        "fastavro",
+        "dbos",
+    ):
+        try:
+            info[package] = version(package)
+        except PackageNotFoundError:
+            info[package] = None
+    try:
+        info.update(services.server_versions())
+    except Exception as exc:
+        info["server_versions_error"] = str(exc)
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    selected = [name for name in ORDER if not args.scenario or name in args.scenario]
+    ctx = Context(
+        quick=args.quick,
+        repeat=args.repeat or (3 if args.quick else 5),
+        workers=args.workers,
+        throughput_n=args.throughput_n or (50 if args.quick else 200),
+        memory_n=args.memory_n or (1_000 if args.quick else 10_000),
+    )
+    os.environ["DW_BENCH_DB_CONNECTIONS"] = config.DB_CONNECTIONS = args.db_connections
+    services.check_services()
+    config.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (config.RESULTS_DIR / "logs").mkdir(exist_ok=True)
+
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings"
+    services.create_database(config.PG_DB)
+    import django
+
+    django.setup()
+    services.migrate()
+
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "meta": {
+            "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "quick": ctx.quick,
+            "repeat": ctx.repeat,
+            "workers": ctx.workers,
+            "pool": "solo",
+            "throughput_n": ctx.throughput_n,
+            "memory_n": ctx.memory_n,
+            "db_connections": config.DB_CONNECTIONS,
+            "machine": machine_info(),
+            "source": source_info(),
+        },
+        "scenarios": {},
+    }
+    try:
+        for name in selected:
+            print(f"\n== {name}", flush=True)
+            if name in NEEDS_WORKERS:
+                services.flush_redis()
+            t0 = time.monotonic()
+            try:
+                module = importlib.import_module(f"benchmarks.scenarios.{name}")
+                outcome = module.run(ctx)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:
+                traceback.print_exc()
+                outcome = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "rows": []}
+            outcome["seconds"] = round(time.monotonic() - t0, 1)
+            # Other processes on the machine skew absolute numbers (ratios less so).
+            outcome["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+            results["scenarios"][name] = outcome
+            print(f"   ({outcome['status']}, {outcome['seconds']} s)", flush=True)
+            services.flush_engine_tables()
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep_db:
+            services.drop_database(config.PG_DB)
+        services.flush_redis()
+
+    results["meta"]["duration_seconds"] = round(time.monotonic() - started, 1)
+    results["targets"] = evaluate_targets(results["scenarios"])
+    print_table(results)
+    with open(args.output, "w") as handle:
+        json.dump(results, handle, indent=2, default=str)
+    print(f"\nresults written to {args.output}")
+    return 0

@@ -1,0 +1,52 @@
+"""Django settings for the benchmark harness and its Celery workers.
+
+Own PostgreSQL database (``dw_bench``), own Redis database (14), no test
+settings shared with the library's suite.
+"""
+
+from __future__ import annotations
+
+from benchmarks import config
+
+SECRET_KEY = "durable-workflow-benchmarks"
+DEBUG = False  # DEBUG=True would keep every query in memory
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS: list[str] = []
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "durable_workflow",
+    "benchmarks",  # its ``workflows`` module registers the benchmark workflows
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": config.PG_DB,
+        "USER": config.PG_USER,
+        "PASSWORD": config.PG_PASSWORD,
+        "HOST": config.PG_HOST,
+        "PORT": str(config.PG_PORT),
+        # Pooled connections must not also be persistent (Django refuses both).
+        "CONN_MAX_AGE": 0 if config.DB_CONNECTIONS == "pool" else 600,
+        "OPTIONS": {"pool": {"min_size": 1, "max_size": 4}}
+        if config.DB_CONNECTIONS == "pool"
+        else {},
+    }
+}
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+DURABLE_WORKFLOW = {
+    "CELERY_APP": "benchmarks.celery_app.app",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "root": {"level": "WARNING"},
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,0 +1,67 @@
+"""Workflows and activities the benchmarks run (discovered as ``benchmarks.workflows``).
+
+The local-activity and fan-out workflows only exist when the engine has the
+helper they need (``dw.local_activity``, ``dw.all``); the harness reports the
+scenario as "not available" otherwise, so the suite keeps working as the
+engine grows.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import durable_workflow as dw
+from durable_workflow import Activity, Workflow
+
+HAS_LOCAL_ACTIVITY = callable(getattr(dw, "local_activity", None))
+HAS_ALL = callable(getattr(dw, "all", None))
+
+
+class Noop(Activity):
+    type_key = "bench.noop"
+
+    def handle(self, index: int = 0) -> int:
+        return index
+
+
+class Sequence(Workflow):
+    """``count`` queued no-op activities, one after the other."""
+
+    type_key = "bench.sequence"
+
+    def handle(self, count: int) -> int:
+        for index in range(count):
+            dw.activity(Noop, index)
+        return count
+
+
+class OneStep(Workflow):
+    type_key = "bench.one-step"
+
+    def handle(self) -> int:
+        return dw.activity(Noop, 1)
+
+
+class LocalSteps(Workflow):
+    """``count`` local (in-process) no-op activities."""
+
+    type_key = "bench.local-steps"
+
+    def handle(self, count: int) -> int:
+        if not HAS_LOCAL_ACTIVITY:
+            raise RuntimeError("this engine has no dw.local_activity")
+        for index in range(count):
+            dw.local_activity(Noop, index)
+        return count
+
+
+class FanOut(Workflow):
+    """``dw.all`` of ``count`` no-op activities."""
+
+    type_key = "bench.fan-out"
+
+    def handle(self, count: int) -> int:
+        if not HAS_ALL:
+            raise RuntimeError("this engine has no dw.all")
+        results = dw.all([functools.partial(dw.activity, Noop, i) for i in range(count)])
+        return len(results)

@@ -50,6 +50,9 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
+    #: Run the workflow task an activity result wakes in the same worker, right away
+    #: (when the workflow and the activity share a queue), instead of publishing it.
+    EAGER_WORKFLOW_TASKS: bool = True
     #: Register Celery worker processes (visible in the admin and the doctor).
     WORKER_REGISTRATION: bool = True
     #: Capabilities this worker offers (e.g. ``["gpu:nvidia-l4"]``).

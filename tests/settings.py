@@ -63,6 +63,8 @@ DURABLE_WORKFLOW = {
         c for c in os.environ.get("DW_WORKER_CAPABILITIES", "").split(",") if c
     ],
     "WORKER_HEARTBEAT_SECONDS": float(os.environ.get("DW_WORKER_HEARTBEAT_SECONDS", "10")),
+    # Step-by-step tests drive each task themselves; real workers (and one test) use it.
+    "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",
 }
 
 ROOT_URLCONF = "tests.urls"

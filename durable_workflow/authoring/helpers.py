@@ -55,16 +55,19 @@ def activity(activity: type | str, *args: Any, options: ActivityOptions | None =
         cls, type_key = activity, str(activity.type_key)
     else:
         raise TypeError(f"activity() takes an Activity subclass or a type key, not {activity!r}")
-    snapshot = retry_policy(cls, options)
-    queue = snapshot["queue"] or (cls.queue if cls else None)
-    connection = snapshot["connection"] or (cls.connection if cls else None)
+
+    def routing() -> tuple[dict[str, Any], str | None, str | None]:
+        # Only a new step needs its options snapshot; replay skips this work.
+        snapshot = retry_policy(cls, options)
+        queue = snapshot["queue"] or (cls.queue if cls else None)
+        connection = snapshot["connection"] or (cls.connection if cls else None)
+        return snapshot, queue, connection
+
     return runtime.schedule_activity(
         activity_type=type_key,
         activity_class=class_path(cls) if cls else "",
         arguments=list(args),
-        options=snapshot,
-        queue=queue,
-        connection=connection,
+        routing=routing,
     )
 
 

@@ -117,16 +117,17 @@ class StepsMixin:
         activity_type: str,
         activity_class: str,
         arguments: list[Any],
-        options: dict[str, Any],
-        queue: str | None,
-        connection: str | None,
+        routing: Callable[[], tuple[dict[str, Any], str | None, str | None]],
     ) -> Any:
+        """``routing()`` gives (options snapshot, queue, connection); called for new steps only."""
+
         def start(meta: Meta) -> Future:
             step, recorded = self._next_step(("activity", activity_type))
             future = self._new_future(step)
             if recorded is None:
                 if meta is None:
                     self._check_pending("pending_activity_count", 1)
+                options, queue, connection = routing()
                 self._issue(
                     ScheduleActivity(
                         step=step,

@@ -62,7 +62,22 @@ def run_activity_task(task_id: Any) -> str:
     if lease is None:
         return "skipped"
     ok, value = _invoke(lease)
-    return _settle(lease, ok, value)
+    outcome = _settle(lease, ok, value)
+    follow_up = _eager.pop("task_id", None)
+    if follow_up is not None:
+        # The workflow is waiting on this result and routed like this activity:
+        # advance it here and now rather than after another broker hop.
+        from durable_workflow.executor.workflow_task import run_workflow_task
+
+        try:
+            run_workflow_task(follow_up)
+        except Exception:  # the task stays ready; the repair pass publishes it
+            logger.exception("eager workflow task %s failed", follow_up)
+    return outcome
+
+
+#: A workflow task created (unpublished) by the last settle, to run right away.
+_eager: dict[str, Any] = {}
 
 
 @retry_when_locked
@@ -239,12 +254,27 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
-            wake_workflow(run, now=now)
+            _remember_eager(wake_workflow(run, now=now, eager=_eager_ok(run, execution)))
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
+
+
+def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
+    settings = get_settings()
+    return bool(
+        settings.EAGER_WORKFLOW_TASKS
+        and execution.queue == run.queue
+        and execution.connection == run.connection
+    )
+
+
+def _remember_eager(task_id: Any) -> None:
+    _eager.pop("task_id", None)
+    if task_id is not None:
+        transaction.on_commit(lambda: _eager.__setitem__("task_id", task_id))
 
 
 def _fail(

@@ -67,8 +67,14 @@ def retry_when_locked(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def wake_workflow(run: RunRecord, *, now: dt.datetime) -> None:
-    """Make sure exactly one ready workflow task exists for the run."""
+def wake_workflow(run: RunRecord, *, now: dt.datetime, eager: bool = False) -> Any:
+    """Make sure exactly one ready workflow task exists for the run.
+
+    With ``eager`` a newly created task is not published: its id is returned so
+    the caller can run it at once, in this process, after its transaction
+    commits. If that never happens, the repair pass publishes it.
+    """
+    created = None
     if tasks.ready_workflow_task(run.id) is None:
         task = tasks.create_task(
             run_id=run.id,
@@ -78,9 +84,13 @@ def wake_workflow(run: RunRecord, *, now: dt.datetime) -> None:
             connection=run.connection,
             now=now,
         )
-        dispatch.enqueue(task)
+        if eager:
+            created = task.id
+        else:
+            dispatch.enqueue(task)
     if run.status == RunStatus.WAITING:
         run.set(status=RunStatus.PENDING)
+    return created
 
 
 def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:

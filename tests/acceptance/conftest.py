@@ -68,6 +68,7 @@ def start_worker(broker, tmp_path, transactional_db):
             "DW_PG_NAME": connection.settings_dict["NAME"],
             "DW_BROKER_URL": broker,
             "DW_ACTIVITY_LEASE_SECONDS": str(lease_seconds),
+            "DW_EAGER_WORKFLOW_TASKS": "1",
             "PYTHONPATH": str(ROOT),
         }
         if beat:

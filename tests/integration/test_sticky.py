@@ -80,3 +80,16 @@ def test_a_sticky_hit_reads_only_the_new_events(inline):
     assert stub.refresh().output() == sum(range(40))
     # cold: every task would read the whole log (~60 rows on average); warm reads a few
     assert max(rows_read) < 10, rows_read
+
+
+def test_eager_workflow_tasks_skip_the_broker_and_hit_the_warm_body(inline):
+    from django.test import override_settings
+
+    with override_settings(DURABLE_WORKFLOW={"EAGER_WORKFLOW_TASKS": True}):
+        hits = sticky.cache.stats.hits
+        stub = start("tests.many-steps", "eager-1", 10)
+        inline.run()
+    assert stub.refresh().output() == sum(range(10))
+    # one published workflow task (the start); every other one ran eagerly and warm
+    assert inline.sent["workflow"] == 1
+    assert sticky.cache.stats.hits - hits >= 10

@@ -245,6 +245,7 @@ def _start(
         connection=schedule.connection or getattr(cls, "connection", None),
         source="schedule",
         command_metadata={"schedule": lineage},
+        lineage_events=[("ScheduleTriggered", lineage)],
     )
     if not started.accepted:
         store.update_fire(

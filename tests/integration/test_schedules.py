@@ -460,3 +460,21 @@ def test_a_fire_whose_instance_id_is_taken_is_skipped(frozen):
     assert WorkflowInstance.objects.get().instance_id == first["instance_id"]
     described = ScheduleManager.describe("nightly")
     assert described.fires_count == 0 and described.next_fire_at == at(2026, 4, 11, 2, 0)
+
+
+def test_a_scheduled_run_records_its_trigger_in_history(inline):
+    from durable_workflow.models import HistoryEvent
+    from durable_workflow.schedules import ScheduleManager
+
+    ScheduleManager.create(
+        schedule_id="lineage",
+        workflow="tests.sequential",
+        cron_expression="* * * * *",
+        arguments=["ada"],
+    )
+    ScheduleManager.trigger("lineage")
+    event = HistoryEvent.objects.get(event_type="ScheduleTriggered")
+    assert event.payload["schedule_id"] == "lineage"
+    assert event.sequence == 3  # right after StartAccepted and WorkflowStarted
+    inline.run()
+    assert HistoryEvent.objects.filter(event_type="WorkflowCompleted").exists()

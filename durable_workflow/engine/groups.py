@@ -9,6 +9,7 @@ leaf at consecutive steps, tagged with its group metadata, and suspends once.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,11 @@ from durable_workflow.engine.commands import (
 from durable_workflow.engine.steps import Call, Group
 from durable_workflow.exceptions import DurableOperationCancelled, StructuralLimitExceeded
 
+logger = logging.getLogger("durable_workflow")
+
+#: Structural limits log a warning from this share of their ceiling on.
+WARNING_RATIO = 0.8
+
 if TYPE_CHECKING:
     from durable_workflow.engine.runtime import Future, WorkflowRuntime
 
@@ -31,6 +37,7 @@ class GroupsMixin:
         self._collected = 0
         self._open_activities: set[int] = set()
         self._children: list[int] = []
+        self._open_timers: list[int] = []
         self._branches = 0
         self.limits: dict[str, int] = {}
 
@@ -46,10 +53,17 @@ class GroupsMixin:
             "pending_child_count": lambda: sum(
                 1 for s in self._children if not self._futures[s].done
             ),
+            "pending_timer_count": lambda: sum(
+                1 for s in self._open_timers if not self._futures[s].done
+            ),
             "command_batch_size": lambda: 0,
         }[kind]()
         if pending + adding > configured:
             self._structural_failure(kind, pending + adding, configured)
+        if pending + adding >= configured * WARNING_RATIO:
+            logger.warning(
+                "run %s is at %s of %s %s", self.run_id, pending + adding, configured, kind
+            )
 
     def _structural_failure(self: WorkflowRuntime, kind: str, value: int, configured: int) -> None:
         """Exceeding a structural limit fails the run; user code cannot swallow it."""

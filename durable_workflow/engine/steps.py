@@ -221,7 +221,10 @@ class StepsMixin:
         def start(meta: Meta) -> Future:
             step, recorded = self._next_step(("timer", None))
             future = self._new_future(step)
+            if recorded is None and seconds:
+                self._check_pending("pending_timer_count", 1)
             self._issue(StartTimer(step=step, delay_seconds=seconds, group=meta), recorded)
+            self._open_timers.append(step)
             delay = seconds if recorded is None else int(recorded.payload.get("delay_seconds", -1))
             if delay == 0:
                 self._resolve(future)

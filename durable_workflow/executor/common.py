@@ -148,7 +148,12 @@ def engine_limits() -> dict[str, int]:
     settings = get_settings()
     limits = {
         kind: settings.limit(kind)
-        for kind in ("pending_activity_count", "pending_child_count", "command_batch_size")
+        for kind in (
+            "pending_activity_count",
+            "pending_child_count",
+            "pending_timer_count",
+            "command_batch_size",
+        )
     }
     limits["continue_as_new_event_threshold"] = settings.CONTINUE_AS_NEW_EVENT_THRESHOLD
     limits["continue_as_new_size_threshold"] = settings.CONTINUE_AS_NEW_SIZE_THRESHOLD

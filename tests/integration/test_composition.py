@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from django.test import override_settings
 
+import durable_workflow as dw
 from durable_workflow import WorkflowStub, clock
 from durable_workflow.models import ChildCall, HistoryEvent, WorkflowRun
 from tests.integration.helpers import event_types, events_of, start
@@ -219,3 +220,50 @@ def test_history_budget_suggests_continue_as_new(inline):
     out = stub.refresh().output()
     assert out == {"steps": 6, "length": 20}  # 2 start events + 3 per activity step
     assert Invocation.objects.filter(name="add").count() == 6
+
+
+class TwoTimers(dw.Workflow):
+    type_key = "tests.two-timers"
+
+    def handle(self) -> list:
+        return dw.all([lambda: dw.timer(100), lambda: dw.timer(200)])
+
+
+class TwoChildren(dw.Workflow):
+    type_key = "tests.two-children"
+
+    def handle(self) -> list:
+        return dw.all(
+            [lambda: dw.child("tests.child-echo", 1), lambda: dw.child("tests.child-echo", 2)]
+        )
+
+
+@pytest.mark.parametrize(
+    ("workflow", "kind"),
+    [("tests.two-timers", "pending_timer_count"), ("tests.two-children", "pending_child_count")],
+)
+def test_pending_timer_and_child_limits_fail_the_run(inline, workflow, kind):
+    with override_settings(DURABLE_WORKFLOW={"STRUCTURAL_LIMITS": {kind: 1}}):
+        stub = start(workflow, f"limit-{kind}")
+        inline.run()
+    stub.refresh()
+    assert stub.failed()
+    final = stub.history()[-1].payload
+    assert (final["structural_limit_kind"], final["structural_limit_configured"]) == (kind, 1)
+
+
+def test_limits_warn_at_eighty_percent(inline, caplog):
+    import logging
+
+    with (
+        override_settings(
+            DURABLE_WORKFLOW={
+                "STRUCTURAL_LIMITS": {"command_batch_size": 100, "pending_activity_count": 5}
+            }
+        ),
+        caplog.at_level(logging.WARNING, logger="durable_workflow"),
+    ):
+        stub = start("tests.fanout", "limit-warn", 4)
+        inline.run()
+    assert stub.refresh().output() == [0, 1, 2, 3]
+    assert any("pending_activity_count" in r.getMessage() for r in caplog.records)

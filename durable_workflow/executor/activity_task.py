@@ -263,11 +263,14 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
+    """Run the woken workflow task here only for a sequential step: same routing, and no
+    sibling activity still open (a fan-out is better served by one coalesced task)."""
     settings = get_settings()
     return bool(
         settings.EAGER_WORKFLOW_TASKS
         and execution.queue == run.queue
         and execution.connection == run.connection
+        and not activities.other_open_executions(run.id, execution.id)
     )
 
 

@@ -268,3 +268,11 @@ def pending_timers_of_run(run_id: uuid.UUID) -> list[TimerRecord]:
 
 def bump_attempt_count(execution_id: uuid.UUID) -> None:
     ActivityExecution.objects.filter(id=execution_id).update(attempt_count=F("attempt_count") + 1)
+
+
+def other_open_executions(run_id: uuid.UUID, execution_id: uuid.UUID) -> bool:
+    return (
+        ActivityExecution.objects.filter(run_id=run_id, status__in=_OPEN)
+        .exclude(id=execution_id)
+        .exists()
+    )

@@ -9,6 +9,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
 
 app = Celery("example_project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# Keep the worker's database connection between tasks (Celery closes it otherwise).
+app.conf.update(CELERY_DB_REUSE_MAX=1000)
 # Finds ``durable_workflow.tasks`` (the engine's fixed-name tasks) and any app's own tasks.
 app.autodiscover_tasks()
 

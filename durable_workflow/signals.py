@@ -54,6 +54,7 @@ SIGNAL_OF_EVENT = {
     "WorkflowStarted": workflow_started,
     "WorkflowCompleted": workflow_completed,
     "WorkflowFailed": workflow_failed,
+    "WorkflowTimedOut": workflow_failed,
     "WorkflowCancelled": workflow_cancelled,
     "WorkflowTerminated": workflow_terminated,
     "ActivityStarted": activity_started,

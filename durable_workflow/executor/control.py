@@ -58,10 +58,13 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
         if run.status in TERMINAL_RUN_STATUSES:
             return record(CommandStatus.REJECTED, "rejected_not_active", "run_not_active")
         open_tasks = tasks.open_tasks_of_run(run.id)
-        if not open_tasks and tasks.last_workflow_task_status(run.id) == TaskStatus.COMPLETED:
-            # Healthy and waiting (a signal, an update, a child...): nothing to re-create.
-            if run.status == "waiting":
-                return record(CommandStatus.ACCEPTED, "repair_not_needed")
+        healthy = (
+            not open_tasks
+            and run.status == "waiting"
+            and tasks.last_workflow_task_status(run.id) == TaskStatus.COMPLETED
+        )
+        if healthy:  # waiting on a signal, an update, a child...: nothing to re-create
+            return record(CommandStatus.ACCEPTED, "repair_not_needed")
         if not open_tasks:
             wake_workflow(run, now=now)
         for task in open_tasks:

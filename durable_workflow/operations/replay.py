@@ -1,10 +1,9 @@
 """Replay an exported history against the code deployed now.
 
-The bundle's events are fed to a ``WorkflowRuntime`` of the current workflow
-class in query mode (nothing is written). A ``NonDeterminismError`` names the
-step, what history recorded and what the code asked for. Two more mismatches
-are caught after the feed: the code finishing differently from the recorded
-close, and the code asking for a step history never recorded.
+The checking itself is ``durable_workflow.testing.Replayer`` (the same check the
+test suite's golden histories use); this module adds what an operator needs
+around it: the bundle's schema, integrity and redaction checks, and a report
+with the step, what history recorded and what the code asked for.
 """
 
 from __future__ import annotations
@@ -17,21 +16,11 @@ import pathlib
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from durable_workflow import registry
 from durable_workflow.engine.events import HistoryEvent
-from durable_workflow.engine.runtime import WorkflowRuntime, describe_signature
 from durable_workflow.exceptions import NonDeterminismError, UnknownTypeError
 from durable_workflow.operations import export, integrity
 
 Status = Literal["ok", "nondeterministic", "error"]
-
-#: The close command the body produces -> the event that records it.
-_CLOSE_EVENTS = {
-    "CompleteWorkflow": "WorkflowCompleted",
-    "FailWorkflow": "WorkflowFailed",
-    "CancelWorkflow": "WorkflowCancelled",
-    "ContinueAsNew": "WorkflowContinuedAsNew",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,8 +97,10 @@ def replay_bundle(
         return ReplayResult(
             status="ok", message="nothing to replay: no workflow task has run yet", **ident
         )
+    from durable_workflow.testing.replayer import Replayer
+
     try:
-        cls: Any = registry.workflow_class(str(workflow.get("workflow_type")))
+        replayed = Replayer().replay_history(bundle)
     except UnknownTypeError:
         return ReplayResult(
             status="error",
@@ -118,35 +109,7 @@ def replay_bundle(
             events=len(events),
             **ident,
         )
-    runtime = WorkflowRuntime(
-        factory=lambda: cls._dw_instantiate(runtime),
-        workflow_id=str(workflow.get("instance_id")),
-        run_id=str(run.get("run_id")),
-        codec=str(run.get("payload_codec") or "avro"),
-    )
-    runtime.enter_query_mode()
-    return _feed(runtime, events, ident)
-
-
-def _feed(runtime: WorkflowRuntime, events: list[HistoryEvent], ident: dict[str, Any]) -> Any:
-    from durable_workflow.executor.common import orm_guard
-
-    try:
-        with orm_guard():
-            runtime.feed(events)
-        mismatch = _after_feed(runtime, events)
-    except NonDeterminismError as exc:
-        mismatch = exc
-    except Exception as exc:
-        return ReplayResult(
-            status="error",
-            message=f"replay stopped: {type(exc).__name__}: {exc}",
-            events=len(events),
-            **ident,
-        )
-    finally:
-        runtime.dispose()
-    if mismatch is not None:
+    except NonDeterminismError as mismatch:
         return ReplayResult(
             status="nondeterministic",
             message=str(mismatch),
@@ -156,44 +119,19 @@ def _feed(runtime: WorkflowRuntime, events: list[HistoryEvent], ident: dict[str,
             requested=mismatch.requested,
             **ident,
         )
+    except Exception as exc:
+        return ReplayResult(
+            status="error",
+            message=f"replay stopped: {type(exc).__name__}: {exc}",
+            events=len(events),
+            **ident,
+        )
     return ReplayResult(
-        status="ok", message=f"replayed {len(events)} events cleanly", events=len(events), **ident
+        status="ok",
+        message=f"replayed {replayed.events} events cleanly",
+        events=replayed.events,
+        **ident,
     )
-
-
-def _after_feed(runtime: WorkflowRuntime, events: list[HistoryEvent]) -> NonDeterminismError | None:
-    """Mismatches ``feed`` cannot see: a different close, or steps beyond history."""
-    last_step = max((e.step for e in events if e.step is not None), default=0)
-    recorded_close = next(
-        (e.event_type for e in reversed(events) if e.event_type in set(_CLOSE_EVENTS.values())),
-        None,
-    )
-    produced = type(runtime.closed).__name__ if runtime.closed is not None else None
-    produced_close = _CLOSE_EVENTS.get(produced or "")
-    if runtime.step_count > last_step:
-        step = last_step + 1
-        issued = getattr(runtime, "_issued", {}).get(step)
-        return NonDeterminismError(
-            step,
-            recorded_close,
-            describe_signature(issued) if issued else "a new step",
-            "the code asks for a step the recorded history does not hold",
-        )
-    if recorded_close is not None and produced_close != recorded_close:
-        return NonDeterminismError(
-            runtime.step_count,
-            recorded_close,
-            produced_close,
-            "the code closes the run differently from the recorded history",
-        )
-    if recorded_close is None and produced_close is not None:
-        return NonDeterminismError(
-            runtime.step_count,
-            None,
-            produced_close,
-            "the code closes the run where the recorded history kept waiting",
-        )
-    return None
 
 
 def replay_instance(instance_id: str, *, run_id: str | None = None) -> ReplayResult:

@@ -38,7 +38,7 @@ from durable_workflow.models.tasks import (
     Timer,
 )
 from durable_workflow.models.visibility import SearchAttribute
-from durable_workflow.models.workers import WorkerRegistration
+from durable_workflow.models.workers import WorkerRegistration, WorkerSession
 
 __all__ = [
     "TERMINAL_RUN_STATUSES",
@@ -70,6 +70,7 @@ __all__ = [
     "TimerStatus",
     "UpdateStatus",
     "WorkerRegistration",
+    "WorkerSession",
     "WorkflowCommand",
     "WorkflowFailure",
     "WorkflowInstance",

@@ -72,6 +72,11 @@ class WorkflowRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     last_progress_at = models.DateTimeField(null=True, blank=True)
+    #: Compatibility marker of the build that started the run (rolling deploys).
+    compatibility = models.CharField(max_length=191, null=True, blank=True)
+    #: Sticky affinity: the worker holding this run warm, and until when.
+    sticky_worker_id = models.CharField(max_length=191, null=True, blank=True)
+    sticky_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

@@ -43,6 +43,14 @@ class Task(models.Model):
     dispatch_count = models.PositiveIntegerField(default=0)
     last_dispatched_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    #: Only a worker supporting this marker may claim the task (``None``: any).
+    compatibility = models.CharField(max_length=191, null=True, blank=True)
+    #: Sticky affinity inherited from the run when the task was created.
+    sticky_worker_id = models.CharField(max_length=191, null=True, blank=True)
+    sticky_until = models.DateTimeField(null=True, blank=True)
+    #: How the claim replayed: sticky_hit_expected, cold_replay or forced_cold_replay.
+    sticky_replay_mode = models.CharField(max_length=32, null=True, blank=True)
+    sticky_claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -87,6 +95,8 @@ class ActivityExecution(models.Model):
     #: Deadlines from the options snapshot; the repair pass enforces them.
     schedule_to_close_deadline_at = models.DateTimeField(null=True, blank=True)
     schedule_to_start_deadline_at = models.DateTimeField(null=True, blank=True)
+    #: The worker session this activity runs in (``options["worker_session"]``).
+    worker_session_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
 
     class Meta:
         db_table = "durable_workflow_activity_execution"

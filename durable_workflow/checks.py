@@ -86,3 +86,25 @@ def check_cache_locks(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
             )
         ]
     return []
+
+
+@checks.register("durable_workflow")
+def check_compatibility(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from durable_workflow import compatibility
+    from durable_workflow.conf import get_settings
+
+    try:
+        get_settings()
+    except ConfigurationError:
+        return []  # reported by check_settings
+    current = compatibility.current_marker()
+    if current is None or compatibility.supports(compatibility.local_markers(), current):
+        return []
+    return [
+        checks.Warning(
+            f"COMPATIBILITY_SUPPORTED does not include COMPATIBILITY_CURRENT ({current!r}): "
+            "this process starts runs that it cannot execute itself",
+            hint="Add the current marker to COMPATIBILITY_SUPPORTED, or leave the list empty.",
+            id="durable_workflow.W004",
+        )
+    ]

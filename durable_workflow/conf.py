@@ -63,6 +63,12 @@ class Settings:
     WORKER_HEARTBEAT_SECONDS: float = 10.0
     #: A registration silent this long counts as gone.
     WORKER_STALE_AFTER_SECONDS: int = 30
+    #: Compatibility marker stamped on the runs this process starts (``None``: none).
+    COMPATIBILITY_CURRENT: str | None = None
+    #: Markers this worker may execute (``[]``: just the current one; ``"*"``: any).
+    COMPATIBILITY_SUPPORTED: list[str] = dataclasses.field(default_factory=list)
+    #: Countdown on a message an incompatible worker hands back to the queue.
+    COMPATIBILITY_HANDBACK_SECONDS: float = 1.0
     #: Keep suspended workflow bodies warm between workflow tasks of a run (per process).
     STICKY_ENABLED: bool = True
     #: Runs kept warm per worker process (least recently used are evicted).
@@ -143,7 +149,26 @@ def get_settings() -> Settings:
             )
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
+    _check_compatibility(raw)
     return Settings(**raw)
+
+
+def _check_compatibility(raw: dict[str, Any]) -> None:
+    def valid(marker: Any) -> bool:
+        return isinstance(marker, str) and 0 < len(marker.strip()) <= 191
+
+    current = raw.get("COMPATIBILITY_CURRENT")
+    if current is not None and (not valid(current) or current.strip() == "*"):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['COMPATIBILITY_CURRENT'] must be None or a marker string "
+            "of 1 to 191 characters other than '*'"
+        )
+    supported = raw.get("COMPATIBILITY_SUPPORTED", [])
+    if not isinstance(supported, list | tuple) or not all(valid(m) for m in supported):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['COMPATIBILITY_SUPPORTED'] must be a list of marker strings "
+            "of 1 to 191 characters ('*': any marker)"
+        )
 
 
 @receiver(setting_changed)

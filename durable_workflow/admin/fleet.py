@@ -21,6 +21,7 @@ class WorkerRegistrationAdmin(EngineAdmin):
         "status",
         "live",
         "queue_list",
+        "compatibility_list",
         "last_heartbeat_at",
         "started_at",
     )
@@ -37,6 +38,10 @@ class WorkerRegistrationAdmin(EngineAdmin):
     @admin.display(description="queues")
     def queue_list(self, worker: WorkerRegistration) -> str:
         return ", ".join(str(q) for q in worker.queues or [])
+
+    @admin.display(description="compatibility markers")
+    def compatibility_list(self, worker: WorkerRegistration) -> str:
+        return ", ".join(str(m) for m in worker.compatibility or []) or "unmarked only"
 
 
 @admin.register(WorkflowMessage)

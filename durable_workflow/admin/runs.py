@@ -25,6 +25,7 @@ from durable_workflow.admin.base import (
     link,
     timeline_url,
 )
+from durable_workflow.admin.compatibility import compatibility_html
 from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
 from durable_workflow.admin.operations import OPERATIONS, Target
 from durable_workflow.admin.payloads import duration, pre
@@ -70,7 +71,13 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
     actions = OPERATOR_ACTIONS
     ordering = ("-created_at",)
     change_form_template = "durable_workflow/admin/run_change_form.html"
-    readonly_fields = ("instance_link", "arguments_display", "output_display", "lineage")
+    readonly_fields = (
+        "instance_link",
+        "arguments_display",
+        "output_display",
+        "lineage",
+        "compatibility_display",
+    )
     fieldsets = (
         (
             None,
@@ -87,6 +94,7 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
                     "connection",
                     "payload_codec",
                     "business_key",
+                    "compatibility_display",
                 )
             },
         ),
@@ -135,6 +143,10 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
     @admin.display(description="output")
     def output_display(self, run: WorkflowRun) -> str:
         return pre(run.output) if run.output is not None else "-"
+
+    @admin.display(description="compatibility marker")
+    def compatibility_display(self, run: WorkflowRun) -> str:
+        return compatibility_html(run)
 
     @admin.display(description="parents, children and continue-as-new")
     def lineage(self, run: WorkflowRun) -> str:
@@ -239,6 +251,7 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
             "arguments": pre(run.arguments),
             "output": pre(run.output) if run.output is not None else None,
             "operations": allowed_operations(request, run, run=run),
+            "compatibility": compatibility_html(run),
             "event_types": sorted(str(e) for e in timeline_event_types()),
         }
         return TemplateResponse(request, "durable_workflow/admin/run_timeline.html", context)

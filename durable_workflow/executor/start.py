@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from durable_workflow import clock
+from durable_workflow import clock, compatibility
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
@@ -135,6 +135,7 @@ def start_workflow(
             queue=run.queue,
             connection=connection,
             now=now,
+            compatibility=run.compatibility,
         )
         run.set(status=RunStatus.PENDING)
         runs.save_run(run, now=now)
@@ -161,6 +162,9 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
         return now + dt.timedelta(seconds=seconds) if seconds else None
 
     return {
+        # The build that starts a run (a client, a parent's worker, a schedule tick)
+        # decides which workers may execute it.
+        "compatibility": compatibility.current_marker(),
         "business_key": options.business_key,
         "labels": dict(options.labels),
         "memo": dict(options.memo),

@@ -211,6 +211,7 @@ def _retry(
         activity_execution_id=execution.id,
         payload={"retry_after_attempt": execution.attempt_count, "retry_backoff_seconds": delay},
         now=now,
+        compatibility=run.compatibility,
     )
     dispatch.enqueue(task)
     return (

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor import compatibility, dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
 from durable_workflow.store import activities, runs, tasks
@@ -16,7 +16,8 @@ from durable_workflow.store import activities, runs, tasks
 
 @retry_when_locked
 def run_timer_task(task_id: Any) -> str:
-    """Returns ``fired``, ``early`` (message arrived before fire_at) or ``skipped``."""
+    """Returns ``fired``, ``early`` (message arrived before fire_at), ``incompatible``
+    (this worker does not support the run's compatibility marker) or ``skipped``."""
     now = clock.now()
     with transaction.atomic():
         task = tasks.get(task_id)
@@ -25,6 +26,8 @@ def run_timer_task(task_id: Any) -> str:
         if task.available_at > now:
             dispatch.enqueue(task)  # a chunked countdown: wait for the rest
             return "early"
+        if compatibility.refuse(task):
+            return "incompatible"
         run = runs.lock_run(task.run_id)
         claimed = tasks.claim(task, owner=worker_id(), now=now, lease_seconds=60)
         if run is None or claimed is None:

@@ -104,7 +104,7 @@ def _run(run: WorkflowRun, is_current: bool) -> dict[str, Any]:
         "status": run.status,
         "status_bucket": status_bucket(run.status),
         "closed_reason": run.closed_reason,
-        "compatibility": None,
+        "compatibility": run.compatibility,
         "connection": run.connection,
         "queue": run.queue,
         "started_at": iso(run.started_at),

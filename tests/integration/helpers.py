@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-from durable_workflow import WorkflowStub
+from django.conf import settings
+from django.test import override_settings
+
+from durable_workflow import WorkflowStub, clock
 from durable_workflow.models import Task, WorkflowFailure
+from durable_workflow.store import workers
 
 
 def event_types(stub: WorkflowStub) -> list[str]:
@@ -31,3 +37,32 @@ def start(workflow: str, instance_id: str, *args: Any) -> WorkflowStub:
     stub = WorkflowStub.make(workflow, instance_id)
     stub.start(*args)
     return stub
+
+
+@contextlib.contextmanager
+def build(current: str | None, *supported: str, **more: Any) -> Iterator[None]:
+    """Run the block as a process of another build: its compatibility markers (and
+    any other ``DURABLE_WORKFLOW`` keys given)."""
+    dw = {
+        **settings.DURABLE_WORKFLOW,
+        "COMPATIBILITY_CURRENT": current,
+        "COMPATIBILITY_SUPPORTED": list(supported),
+        **more,
+    }
+    with override_settings(DURABLE_WORKFLOW=dw):
+        yield
+
+
+def register_worker(worker_id: str, supported: list[str], queues: list[str] | None = None) -> None:
+    """A live registration of a worker elsewhere that supports ``supported``."""
+    workers.register(
+        worker_id=worker_id,
+        hostname="elsewhere",
+        pid=1,
+        queues=["celery"] if queues is None else queues,
+        capabilities=[],
+        max_concurrent_worker_sessions=0,
+        sticky_cache={},
+        now=clock.now(),
+        compatibility=supported,
+    )

@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow import clock
-from durable_workflow.operations.doctor import configuration, infrastructure, work
+from durable_workflow.operations.doctor import compatibility, configuration, infrastructure, work
 from durable_workflow.operations.doctor.result import (
     ERROR,
     OK,
@@ -45,6 +45,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (work.check_run_deadlines, ("database", "migrations")),
     (work.check_resume_paths, ("database", "migrations")),
     (work.check_history_budget, ("database", "migrations")),
+    (compatibility.check_worker_compatibility, ("database", "migrations")),
 ]
 
 #: Checks that need no broker round trip (the health view runs these).
@@ -58,6 +59,7 @@ FAST_CHECK_IDS = (
     "overdue_timers",
     "run_deadlines",
     "durable_resume_paths",
+    "worker_compatibility",
 )
 
 
@@ -89,6 +91,7 @@ TITLES = {
     "run_deadlines": "Open runs are within their deadlines",
     "durable_resume_paths": "Every open run has a way to resume",
     "history_budget": "Histories stay within budget",
+    "worker_compatibility": compatibility.TITLE,
 }
 
 

@@ -15,6 +15,7 @@ from durable_workflow.models import (
     Timer,
     TimerStatus,
 )
+from durable_workflow.operations.compatibility import blocked_markers
 from durable_workflow.operations.doctor.result import (
     ERROR,
     OK,
@@ -44,9 +45,11 @@ def _age(ctx: DoctorContext, since: dt.datetime | None) -> float:
 
 def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
     threshold = ctx.stuck_threshold()
+    # Tasks no live worker may claim are waiting for a compatible worker, not stuck:
+    # the worker_compatibility check reports them.
     stuck = Task.objects.filter(
         status=TaskStatus.READY, available_at__lte=ctx.now - dt.timedelta(seconds=threshold)
-    )
+    ).exclude(compatibility__in=blocked_markers(now=ctx.now)[0])
     summary = stuck.aggregate(count=Count("id"), oldest=Min("available_at"))
     title = "No ready task left unclaimed"
     if not summary["count"]:
@@ -99,7 +102,7 @@ def check_overdue_timers(ctx: DoctorContext) -> CheckResult:
         status=TimerStatus.PENDING,
         fire_at__lte=ctx.now - dt.timedelta(seconds=threshold),
         run__status__in=[s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES],
-    )
+    ).exclude(run__compatibility__in=blocked_markers(now=ctx.now)[0])
     summary = overdue.aggregate(count=Count("id"), oldest=Min("fire_at"))
     title = "Timers fire on time"
     if not summary["count"]:

@@ -44,6 +44,7 @@ from durable_workflow.authoring.helpers import (
     weeks,
     years,
 )
+from durable_workflow.authoring.sessions import WorkerSessionHandle, worker_session
 from durable_workflow.authoring.workflow import Workflow
 from durable_workflow.engine.groups import OperationHandle, SelectionResult
 from durable_workflow.engine.versions import DEFAULT_VERSION
@@ -72,6 +73,7 @@ from durable_workflow.exceptions import (
     UpdateFailedError,
     UpdateWaitTimedOutError,
     VersionNotSupported,
+    WorkerSessionRejected,
     WorkflowAlreadyStartedError,
     WorkflowCancelled,
     WorkflowNotFoundError,
@@ -84,6 +86,7 @@ from durable_workflow.options import (
     LocalActivityOptions,
     ParentClosePolicy,
     StartOptions,
+    WorkerSessionOptions,
 )
 from durable_workflow.results import (
     CommandResult,
@@ -145,6 +148,9 @@ __all__ = [
     "UpdateResult",
     "UpdateWaitTimedOutError",
     "VersionNotSupported",
+    "WorkerSessionHandle",
+    "WorkerSessionOptions",
+    "WorkerSessionRejected",
     "Workflow",
     "WorkflowAlreadyStartedError",
     "WorkflowCancelled",
@@ -184,5 +190,6 @@ __all__ = [
     "wait_signal",
     "wait_with_timeout",
     "weeks",
+    "worker_session",
     "years",
 ]

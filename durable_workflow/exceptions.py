@@ -117,6 +117,22 @@ class ActivityTimeoutError(ActivityFailed):
         return getattr(self, "_timeout_kind", None)
 
 
+class WorkerSessionRejected(NonRetryableError):
+    """An in-session activity can never be admitted: its session is closed or used up."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(f"{message}: {reason}" if reason else message)
+
+    @property
+    def reason(self) -> str | None:
+        """The admission reason (``session_closed`` or ``session_reacquire_disallowed``).
+
+        Read from the message, so it survives the trip through history into a body.
+        """
+        message = str(self.args[0]) if self.args else ""
+        return message.rpartition(": ")[2] or None
+
+
 class ActivityLeaseExpired(DurableWorkflowError):
     """Recorded when an activity lost its lease more often than allowed."""
 

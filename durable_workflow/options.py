@@ -158,6 +158,69 @@ class ChildWorkflowOptions:
         }
 
 
+def _name_or_none(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 255:
+        raise ConfigurationError(f"{name} must be a non-empty string of at most 255 characters")
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class WorkerSessionOptions:
+    """How a worker session is routed, leased and bounded (see ``dw.worker_session``).
+
+    ``requirements`` are capability strings (``"gpu:nvidia-l4"``) every holder must
+    have registered. The lease lapses after ``lease_seconds`` without a heartbeat;
+    ``ttl_seconds`` after creation the session id is used up for good.
+    """
+
+    queue: str | None = None
+    connection: str | None = None
+    requirements: list[str] = field(default_factory=list)
+    lease_seconds: int = 120
+    ttl_seconds: int = 1800
+    max_concurrent_activities: int = 1
+    create_if_missing: bool = True
+    allow_reacquire_after_failure: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queue", _name_or_none("queue", self.queue))
+        object.__setattr__(self, "connection", _name_or_none("connection", self.connection))
+        if isinstance(self.requirements, str) or not isinstance(self.requirements, list | tuple):
+            raise ConfigurationError("requirements must be a list of capability strings")
+        cleaned = [_name_or_none("requirement", item) for item in self.requirements]
+        if None in cleaned or len(set(cleaned)) != len(cleaned):
+            raise ConfigurationError(f"requirements must be unique strings: {self.requirements!r}")
+        object.__setattr__(self, "requirements", cleaned)
+        for name in ("lease_seconds", "ttl_seconds", "max_concurrent_activities"):
+            value = getattr(self, name)
+            if value is None:
+                raise ConfigurationError(f"{name} must be an integer >= 1, got None")
+            _positive_or_none(name, value)
+        for name in ("create_if_missing", "allow_reacquire_after_failure"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"{name} must be True or False")
+
+    def snapshot(self, session_id: str) -> dict[str, Any]:
+        """The ``worker_session`` options document (defaults filled, no nulls)."""
+        session_id = _name_or_none("session_id", session_id) or ""
+        out: dict[str, Any] = {"session_id": session_id}
+        if self.connection:
+            out["connection"] = self.connection
+        if self.queue:
+            out["queue"] = self.queue
+        out.update(
+            requirements=list(self.requirements),
+            lease_seconds=self.lease_seconds,
+            ttl_seconds=self.ttl_seconds,
+            max_concurrent_activities=self.max_concurrent_activities,
+            create_if_missing=self.create_if_missing,
+            allow_reacquire_after_failure=self.allow_reacquire_after_failure,
+        )
+        return out
+
+
 _LOCAL_REJECTED = (
     "Local activities do not accept connection, queue, worker session, or "
     "schedule-to-start routing options."

@@ -63,6 +63,13 @@ DURABLE_WORKFLOW = {
         c for c in os.environ.get("DW_WORKER_CAPABILITIES", "").split(",") if c
     ],
     "WORKER_HEARTBEAT_SECONDS": float(os.environ.get("DW_WORKER_HEARTBEAT_SECONDS", "10")),
+    # Compatibility markers of this process (acceptance tests start workers of two builds).
+    "COMPATIBILITY_CURRENT": os.environ.get("DW_COMPATIBILITY_CURRENT") or None,
+    "COMPATIBILITY_SUPPORTED": [
+        m for m in os.environ.get("DW_COMPATIBILITY_SUPPORTED", "").split(",") if m
+    ],
+    "WORKER_STALE_AFTER_SECONDS": int(os.environ.get("DW_WORKER_STALE_AFTER_SECONDS", "30")),
+    "MAX_CONCURRENT_WORKER_SESSIONS": int(os.environ.get("DW_MAX_CONCURRENT_WORKER_SESSIONS", "0")),
     # Step-by-step tests drive each task themselves; real workers (and one test) use it.
     "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",
 }

@@ -41,10 +41,22 @@ def _split_options(args: tuple[Any, ...], options: Any, kind: type) -> tuple[Any
 
 def activity(activity: type | str, *args: Any, options: ActivityOptions | None = None) -> Any:
     """Run an activity and return its result (or raise its final failure)."""
+    options, args = _split_options(args, options, ActivityOptions)
+    return schedule_activity(activity, args, options, helper="activity")
+
+
+def schedule_activity(
+    activity: type | str,
+    args: tuple[Any, ...],
+    options: ActivityOptions | None,
+    *,
+    helper: str,
+    worker_session: dict[str, Any] | None = None,
+) -> Any:
+    """Schedule a queued activity; ``worker_session`` pins it to a session's holder."""
     from durable_workflow.authoring.activity import Activity, retry_policy
 
-    runtime = _runtime("activity")
-    options, args = _split_options(args, options, ActivityOptions)
+    runtime = _runtime(helper)
     if isinstance(activity, str):
         try:
             cls: type[Activity] | None = registry.activity_class(activity)
@@ -58,9 +70,15 @@ def activity(activity: type | str, *args: Any, options: ActivityOptions | None =
 
     def routing() -> tuple[dict[str, Any], str | None, str | None]:
         # Only a new step needs its options snapshot; replay skips this work.
+        # Per-call options win over the session's routing, which wins over the class's.
         snapshot = retry_policy(cls, options)
-        queue = snapshot["queue"] or (cls.queue if cls else None)
-        connection = snapshot["connection"] or (cls.connection if cls else None)
+        session = worker_session or {}
+        queue = snapshot["queue"] or session.get("queue") or (cls.queue if cls else None)
+        connection = (
+            snapshot["connection"] or session.get("connection") or (cls.connection if cls else None)
+        )
+        if worker_session is not None:
+            snapshot["worker_session"] = dict(worker_session)
         return snapshot, queue, connection
 
     return runtime.schedule_activity(

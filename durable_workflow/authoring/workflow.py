@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from durable_workflow import registry
-from durable_workflow.authoring import composition, decorators, helpers
+from durable_workflow.authoring import composition, decorators, helpers, sessions
 from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
@@ -95,6 +95,7 @@ class Workflow(SagaMixin):
     execute_activity = staticmethod(helpers.execute_activity)
     local_activity = staticmethod(helpers.local_activity)
     execute_local_activity = staticmethod(helpers.execute_local_activity)
+    worker_session = staticmethod(sessions.worker_session)
     timer = staticmethod(helpers.timer)
     seconds = staticmethod(helpers.seconds)
     minutes = staticmethod(helpers.minutes)

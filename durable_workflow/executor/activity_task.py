@@ -23,7 +23,14 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
-from durable_workflow.executor import dispatch, hooks, lifecycle
+from durable_workflow.executor import (
+    affinity,
+    compatibility,
+    dispatch,
+    hooks,
+    lifecycle,
+    session_tasks,
+)
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.models import (
@@ -91,13 +98,24 @@ def _claim(task_id: Any) -> Lease | None:
         if task.available_at > now:
             dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
             return None
+        if compatibility.refuse(task):
+            return None
         run = runs.lock_run(task.run_id)
+        execution = activities.get_execution(task.activity_execution_id)
+        if (
+            run is not None
+            and execution is not None
+            and execution.options.get("worker_session")
+            and run.status not in TERMINAL_RUN_STATUSES
+            and execution.status in (ActivityStatus.PENDING, ActivityStatus.RUNNING)
+            and not session_tasks.admitted(task, run, execution, now=now)
+        ):
+            return None
         claimed = tasks.claim(
             task, owner=worker_id(), now=now, lease_seconds=settings.ACTIVITY_LEASE_SECONDS
         )
         if run is None or claimed is None or claimed.lease_id is None:
             return None
-        execution = activities.get_execution(task.activity_execution_id)
         if run.status in TERMINAL_RUN_STATUSES or execution is None:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return None
@@ -270,6 +288,7 @@ def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
         settings.EAGER_WORKFLOW_TASKS
         and execution.queue == run.queue
         and execution.connection == run.connection
+        and affinity.may_run_here(run, now=clock.now())  # not when it is warm elsewhere
         and not activities.other_open_executions(run.id, execution.id)
     )
 
@@ -312,6 +331,7 @@ def _fail(
                 "retry_after_attempt": lease.attempt_number,
                 "retry_backoff_seconds": delay,
             },
+            compatibility=run.compatibility,
         )
         dispatch.enqueue(retry)
         event = {

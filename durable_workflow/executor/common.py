@@ -36,6 +36,11 @@ def set_registered_worker_id(value: str | None) -> None:
     _registered["worker_id"] = value
 
 
+def registered_worker_id() -> str | None:
+    """This process's worker registration id (``None`` outside a registered worker)."""
+    return _registered["worker_id"]
+
+
 def worker_id() -> str:
     """The lease owner this process writes: its registration id when it has one."""
     return (
@@ -74,6 +79,8 @@ def wake_workflow(run: RunRecord, *, now: dt.datetime, eager: bool = False) -> A
     the caller can run it at once, in this process, after its transaction
     commits. If that never happens, the repair pass publishes it.
     """
+    from durable_workflow.executor import affinity
+
     created = None
     if tasks.ready_workflow_task(run.id) is None:
         task = tasks.create_task(
@@ -83,6 +90,8 @@ def wake_workflow(run: RunRecord, *, now: dt.datetime, eager: bool = False) -> A
             queue=run.queue,
             connection=run.connection,
             now=now,
+            compatibility=run.compatibility,
+            **affinity.inherited(run, now=now),
         )
         if eager:
             created = task.id
@@ -105,6 +114,7 @@ def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
     ).update(payload={"absorb": True})
     if flagged:
         return
+    from durable_workflow.executor import affinity
     from durable_workflow.store import runs
 
     run = runs.get_run(run_id)
@@ -118,6 +128,8 @@ def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
         connection=run.connection,
         payload={"absorb": True},
         now=now,
+        compatibility=run.compatibility,
+        **affinity.inherited(run, now=now),
     )
     dispatch.enqueue(task)
 

@@ -6,6 +6,7 @@ testing kit in fake mode. Messages only carry the task id; the row decides.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from typing import Protocol
@@ -44,7 +45,34 @@ def countdown_for(available_at: dt.datetime, *, now: dt.datetime | None = None) 
     return delay if delay > 0 else None
 
 
-def enqueue(task: TaskRecord) -> None:
-    """Send the task's message after commit (at once outside a transaction)."""
-    send: Callable[[], None] = lambda: backend().send(task, countdown_for(task.available_at))  # noqa: E731
+def enqueue(task: TaskRecord, *, queue: str | None = None, delay: float | None = None) -> None:
+    """Send the task's message after commit (at once outside a transaction).
+
+    ``queue`` overrides the task's own queue (a worker's direct queue); otherwise
+    an in-session activity goes to its session holder's direct queue if it has one.
+    """
+    task = routed(task, queue)
+    countdown = delay if delay is not None else countdown_for(task.available_at)
+    send: Callable[[], None] = lambda: backend().send(task, countdown)  # noqa: E731
     transaction.on_commit(send, robust=True)
+
+
+def routed(task: TaskRecord, queue: str | None = None) -> TaskRecord:
+    """``task`` with the queue its message should go to now."""
+    queue = queue or _direct_queue(task)
+    if queue and queue != task.queue:
+        return dataclasses.replace(task, queue=queue)
+    return task
+
+
+def _direct_queue(task: TaskRecord) -> str | None:
+    if task.sticky_worker_id:
+        from durable_workflow.executor import affinity
+
+        return affinity.routed_queue(task, now=clock.now())
+    session_id = task.payload.get("worker_session_id") if task.payload else None
+    if session_id:
+        from durable_workflow.executor import sessions
+
+        return sessions.holder_queue(session_id, now=clock.now())
+    return None

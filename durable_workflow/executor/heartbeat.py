@@ -13,8 +13,8 @@ from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
-from durable_workflow.executor import lifecycle
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor import lifecycle, sessions
+from durable_workflow.executor.common import retry_when_locked, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store import activities, runs, tasks
 
@@ -118,6 +118,9 @@ def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
             return "cancelled"  # clean-up started after the cancel keeps running
         if not tasks.renew_lease(lease.task_id, lease.lease_id, lease.generation, until=until):
             return "stale"
+        session = lease.execution.options.get("worker_session")
+        if session:
+            sessions.renew_for_activity(session, worker_id(), now=now)
         activities.record_heartbeat(
             lease.execution.id,
             lease.attempt_id,

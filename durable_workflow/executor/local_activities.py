@@ -30,7 +30,7 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.engine.steps import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
-from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor import affinity, dispatch, lifecycle
 from durable_workflow.executor.common import retry_when_locked, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus, TaskType
 from durable_workflow.store import activities, runs, tasks
@@ -288,6 +288,8 @@ def _schedule_retry(
         connection=run.connection,
         now=now,
         payload={"local_retry_of_step": lease.execution.sequence},
+        compatibility=run.compatibility,
+        **affinity.inherited(run, now=now),
     )
     dispatch.enqueue(task)
     payload = {

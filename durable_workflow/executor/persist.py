@@ -48,6 +48,7 @@ def _schedule_activity(
 ) -> list[Event]:
     _check_size("payload_size", envelope.encoded_size(command.arguments))
     local = command.options.get("execution_mode") == "local"
+    session_id = (command.options.get("worker_session") or {}).get("session_id")
     execution = activities.create_execution(
         run_id=run.id,
         sequence=command.step,
@@ -59,6 +60,7 @@ def _schedule_activity(
         connection=None if local else command.connection,
         now=now,
         deadlines=None if local else schedule_deadlines(command.options, now),
+        worker_session_id=session_id,
     )
     payload: dict[str, Any] = {
         "sequence": command.step,
@@ -78,9 +80,13 @@ def _schedule_activity(
         connection=execution.connection,
         activity_execution_id=execution.id,
         now=now,
+        payload={"worker_session_id": session_id} if session_id else None,
+        compatibility=run.compatibility,
     )
     dispatch.enqueue(task)
     payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
+    if session_id:
+        payload["worker_session_id"] = session_id
     return [(EventType.ACTIVITY_SCHEDULED, payload)]
 
 
@@ -119,6 +125,7 @@ def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> lis
         connection=run.connection,
         timer_id=timer.id,
         now=now,
+        compatibility=run.compatibility,
     )
     dispatch.enqueue(task)
     return [(EventType.TIMER_SCHEDULED, scheduled)]

@@ -50,7 +50,7 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
     )
     for task in due:
         try:
-            dispatch.backend().send(task, None)
+            dispatch.backend().send(dispatch.routed(task), None)
         except Exception:  # one bad route or a broker hiccup must not stop the pass
             logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
     tasks.mark_dispatched([t.id for t in due], now=now)

@@ -27,7 +27,14 @@ from durable_workflow.exceptions import (
     UnknownTypeError,
     WorkflowOrmAccessError,
 )
-from durable_workflow.executor import dispatch, lifecycle, local_activities, sticky
+from durable_workflow.executor import (
+    affinity,
+    compatibility,
+    dispatch,
+    lifecycle,
+    local_activities,
+    sticky,
+)
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.local_activities import LocalLease
@@ -59,7 +66,9 @@ class _Pending:
 
 def run_workflow_task(task_id: Any) -> str:
     """Execute one workflow task; returns ``completed``, ``skipped``, ``failed``,
-    ``timed_out`` or ``retrying`` (a local activity retries in a later task)."""
+    ``timed_out``, ``retrying`` (a local activity retries in a later task),
+    ``incompatible`` (this worker does not support the run's compatibility marker)
+    or ``held`` (the run's sticky owner is live: the message went on to it)."""
     outcome = _start(task_id)
     while isinstance(outcome, _Pending):
         ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
@@ -74,6 +83,12 @@ def _start(task_id: Any) -> str | _Pending:
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY:
             return "skipped"
+        if compatibility.refuse(task):
+            return "incompatible"
+        replay_mode, owner_queue = affinity.decide(task, now=now)
+        if owner_queue is not None:
+            affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
+            return "held"
         run = runs.lock_run(task.run_id)
         if (
             run is not None
@@ -86,7 +101,11 @@ def _start(task_id: Any) -> str | _Pending:
             return "busy"
         settings = get_settings()
         claimed = tasks.claim(
-            task, owner=worker_id(), now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS
+            task,
+            owner=worker_id(),
+            now=now,
+            lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS,
+            replay_mode=replay_mode,
         )
         if run is None or claimed is None:
             return "skipped"
@@ -192,6 +211,7 @@ def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> A
             runtime.local_requests = []
             if runtime.closed is None:
                 keep = True
+                affinity.record(run, now=now)
                 transaction.on_commit(
                     lambda: sticky.cache.put(run.id, runtime, boundary), robust=True
                 )

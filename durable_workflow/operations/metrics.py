@@ -31,6 +31,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.operations import queries
 from durable_workflow.operations.queues import effective_queue
+from durable_workflow.operations.sticky_metrics import sticky_execution
 from durable_workflow.operations.topology import matching_role
 
 SCHEMA = "durable-workflow.operator-metrics"
@@ -326,5 +327,14 @@ def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
         "failures": _failures(now),
         "history": _history(),
         "workers": fleet,
+        "worker_sessions": _worker_sessions(),
+        "sticky_execution": sticky_execution(now),
         "matching_role": matching_role(),
     }
+
+
+def _worker_sessions() -> dict[str, int]:
+    from durable_workflow.executor import session_documents, sessions
+
+    sessions.refresh_all()
+    return session_documents.metrics()

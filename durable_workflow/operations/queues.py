@@ -7,22 +7,11 @@ from collections import defaultdict
 from durable_workflow import registry
 from durable_workflow.conf import get_settings
 from durable_workflow.models import Task, TaskStatus
+from durable_workflow.transport.celery import default_queue, effective_queue
 
 Scope = tuple[str | None, str]  # (connection, queue)
 
-
-def default_queue(connection: str | None = None) -> str:
-    """The queue a task with no queue of its own lands on."""
-    from durable_workflow.transport.celery import celery_app
-
-    configured = get_settings().DEFAULT_QUEUE
-    if configured:
-        return configured
-    return str(celery_app(connection).conf.task_default_queue or "celery")
-
-
-def effective_queue(queue: str | None, connection: str | None = None) -> str:
-    return queue or default_queue(connection)
+__all__ = ["default_queue", "effective_queue"]
 
 
 def configured_scopes() -> set[Scope]:

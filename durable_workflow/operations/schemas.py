@@ -11,6 +11,8 @@ DOCTOR = "doctor.schema.json"
 HISTORY_EXPORT = "history-export.schema.json"
 HEALTH = "health.schema.json"
 OPERATOR_METRICS = "operator-metrics.schema.json"
+#: The worker-session runtime contract (normative; shipped unchanged).
+WORKER_SESSIONS = "worker-sessions-runtime.schema.json"
 
 
 @functools.cache
@@ -26,4 +28,19 @@ def validate(document: Any, name: str) -> None:
 
     jsonschema.validate(
         document, load(name), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+def validate_definition(document: Any, name: str, definition: str) -> None:
+    """Validate against one ``$defs`` entry of a schema (e.g. ``workerSessionSnapshot``)."""
+    import jsonschema
+
+    schema = load(name)
+    wrapped = {
+        "$schema": schema["$schema"],
+        "$defs": schema["$defs"],
+        "$ref": f"#/$defs/{definition}",
+    }
+    jsonschema.validate(
+        document, wrapped, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     )

@@ -52,8 +52,10 @@ def create_execution(
     connection: str | None,
     now: dt.datetime,
     deadlines: dict[str, dt.datetime | None] | None = None,
+    worker_session_id: str | None = None,
 ) -> ActivityRecord:
     row = ActivityExecution.objects.create(
+        worker_session_id=worker_session_id,
         **(deadlines or {}),
         id=uuid7(),
         run_id=run_id,

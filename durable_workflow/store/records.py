@@ -38,6 +38,9 @@ class RunRecord:
     parent_close_policy: str | None = None
     execution_deadline_at: dt.datetime | None = None
     run_deadline_at: dt.datetime | None = None
+    compatibility: str | None = None
+    sticky_worker_id: str | None = None
+    sticky_until: dt.datetime | None = None
     dirty: set[str] = field(default_factory=set, repr=False)
 
     @property
@@ -76,6 +79,9 @@ class TaskRecord:
     lease_owner: str | None = None
     lease_expires_at: dt.datetime | None = None
     payload: dict[str, Any] = field(default_factory=dict)
+    compatibility: str | None = None
+    sticky_worker_id: str | None = None
+    sticky_until: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -114,3 +120,27 @@ class CommandRecord:
     status: str
     outcome: str
     rejection_reason: str | None
+
+
+@dataclass(frozen=True)
+class WorkerMarkers:
+    """A live worker registration: who, which queues, which compatibility markers."""
+
+    worker_id: str
+    queues: tuple[str, ...]
+    markers: tuple[str, ...]
+    last_heartbeat_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class WaitingTask:
+    """A ready task whose compatibility marker no live worker supports."""
+
+    task_id: uuid.UUID
+    run_id: uuid.UUID
+    instance_id: str
+    task_type: str
+    compatibility: str
+    queue: str | None
+    connection: str | None
+    available_at: dt.datetime

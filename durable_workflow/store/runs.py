@@ -43,6 +43,9 @@ _RUN_FIELDS = (
     "parent_close_policy",
     "execution_deadline_at",
     "run_deadline_at",
+    "compatibility",
+    "sticky_worker_id",
+    "sticky_until",
 )
 
 
@@ -163,6 +166,7 @@ def continuation_fields(run_id: uuid.UUID) -> dict[str, Any]:
             "execution_timeout_seconds",
             "run_timeout_seconds",
             "execution_deadline_at",
+            "compatibility",
         )
         .get()
     )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import F, Q
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import Task, TaskStatus, TaskType
+from durable_workflow.store import compatibility as compat
 from durable_workflow.store.records import TaskRecord
 
 _FIELDS = (
@@ -29,6 +31,9 @@ _FIELDS = (
     "lease_owner",
     "lease_expires_at",
     "payload",
+    "compatibility",
+    "sticky_worker_id",
+    "sticky_until",
 )
 
 
@@ -47,7 +52,11 @@ def create_task(
     activity_execution_id: uuid.UUID | None = None,
     timer_id: uuid.UUID | None = None,
     payload: dict[str, Any] | None = None,
+    compatibility: str | compat.FromRun | None = compat.FROM_RUN,
+    sticky_worker_id: str | None = None,
+    sticky_until: dt.datetime | None = None,
 ) -> TaskRecord:
+    """A ready task; it carries its run's compatibility marker (read here unless passed)."""
     row = Task.objects.create(
         id=uuid7(),
         run_id=run_id,
@@ -58,6 +67,9 @@ def create_task(
         activity_execution_id=activity_execution_id,
         timer_id=timer_id,
         payload=payload or {},
+        compatibility=compat.task_marker(run_id, compatibility),
+        sticky_worker_id=sticky_worker_id,
+        sticky_until=sticky_until,
         dispatch_count=1,
         last_dispatched_at=now,
         created_at=now,
@@ -79,6 +91,7 @@ def claim(
     owner: str,
     now: dt.datetime,
     lease_seconds: int,
+    replay_mode: str | None = None,
 ) -> TaskRecord | None:
     """Lease a ready, due task by compare-and-set; ``None`` if someone else has it.
 
@@ -87,6 +100,7 @@ def claim(
     """
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
+    sticky = {"sticky_replay_mode": replay_mode, "sticky_claimed_at": now} if replay_mode else {}
     claimed = Task.objects.filter(
         id=task.id,
         status=TaskStatus.READY,
@@ -101,6 +115,7 @@ def claim(
         leased_at=now,
         lease_expires_at=expires,
         updated_at=now,
+        **sticky,
     )
     if not claimed:
         return None
@@ -139,6 +154,11 @@ def settle_if_held(
             id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
         ).update(status=status, lease_expires_at=None, last_error=error[:10000], updated_at=now)
     )
+
+
+def note_error(task_id: uuid.UUID, error: str, *, now: dt.datetime) -> None:
+    """Say on the task why it was not taken (it stays as it is)."""
+    Task.objects.filter(id=task_id).update(last_error=error[:10000], updated_at=now)
 
 
 def renew_lease(
@@ -232,10 +252,14 @@ def reclaim_expired(task_id: uuid.UUID, generation: int, *, now: dt.datetime) ->
     )
 
 
-def ready_and_due(*, now: dt.datetime, limit: int = 100) -> list[TaskRecord]:
-    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now).order_by(
-        "available_at", "id"
-    )[:limit]
+def ready_and_due(
+    *, now: dt.datetime, limit: int = 100, markers: Collection[str] | None = None
+) -> list[TaskRecord]:
+    """Ready, due tasks; with ``markers``, only those a worker supporting them may claim."""
+    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now)
+    if markers is not None:
+        rows = rows.filter(compat.claimable(markers))
+    rows = rows.order_by("available_at", "id")[:limit]
     return [_record(row) for row in rows]
 
 

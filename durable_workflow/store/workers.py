@@ -18,10 +18,14 @@ def register(
     max_concurrent_worker_sessions: int,
     sticky_cache: dict[str, Any],
     now: dt.datetime,
+    direct_queue: str | None = None,
+    compatibility: list[str] | None = None,
 ) -> None:
     WorkerRegistration.objects.update_or_create(
         worker_id=worker_id,
         defaults={
+            "compatibility": compatibility or [],
+            "direct_queue": direct_queue,
             "hostname": hostname,
             "pid": pid,
             "queues": queues,

@@ -50,6 +50,18 @@ def celery_app(connection: str | None = None) -> Celery:
     return current_app._get_current_object()  # type: ignore[no-any-return]
 
 
+def default_queue(connection: str | None = None) -> str:
+    """The queue a task with no queue of its own lands on."""
+    configured = get_settings().DEFAULT_QUEUE
+    if configured:
+        return configured
+    return str(celery_app(connection).conf.task_default_queue or "celery")
+
+
+def effective_queue(queue: str | None, connection: str | None = None) -> str:
+    return queue or default_queue(connection)
+
+
 class CeleryBackend:
     """Publishes one message per task, routed by the task's queue and connection."""
 

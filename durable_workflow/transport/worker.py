@@ -21,6 +21,7 @@ from celery import signals
 from django.db import close_old_connections, connection
 
 from durable_workflow import clock
+from durable_workflow.compatibility import local_markers
 from durable_workflow.conf import get_settings
 from durable_workflow.executor.common import set_registered_worker_id
 
@@ -49,6 +50,8 @@ def register(queues: list[str]) -> str:
         max_concurrent_worker_sessions=settings.MAX_CONCURRENT_WORKER_SESSIONS,
         sticky_cache=_sticky_snapshot(),
         now=clock.now(),
+        direct_queue=_state.get("direct_queue"),
+        compatibility=list(local_markers()),
     )
     _state.update(worker_id=worker_id, queues=queues)
     set_registered_worker_id(worker_id)
@@ -86,10 +89,34 @@ def deregister() -> None:
     if _state.get("stop") is not None:
         _state["stop"].set()
     try:
+        close_sessions(worker_id)
         workers.deregister(worker_id, now=clock.now())
     finally:
         _state.update(worker_id=None, stop=None)
         set_registered_worker_id(None)
+
+
+def close_sessions(worker_id: str) -> None:
+    """A planned shutdown hands back the worker sessions this process holds."""
+    from durable_workflow.executor import sessions
+
+    try:
+        closed = sessions.close_held_by(worker_id)
+    except Exception:
+        logger.warning("could not close the worker sessions of %s", worker_id, exc_info=True)
+        return
+    if closed:
+        logger.info("closed worker sessions %s on shutdown", ", ".join(closed))
+
+
+def current_direct_queue() -> str | None:
+    """The direct queue of this registered worker process (``None``: not a worker)."""
+    return _state.get("direct_queue") if _state.get("worker_id") else None
+
+
+def direct_queue_name(nodename: str) -> str:
+    """The queue only one Celery node consumes: sticky and in-session tasks go there."""
+    return f"dw.direct.{nodename}"
 
 
 def _queue_names(consumer: Any) -> list[str]:
@@ -103,12 +130,21 @@ def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> 
     """Learn the queues before the pool forks, so prefork children inherit them."""
     with contextlib.suppress(AttributeError):
         _state["queues"] = sorted(instance.app.amqp.queues.consume_from)
+    if sender:
+        _state["direct_queue"] = direct_queue_name(str(sender))
 
 
 def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     pool = str(getattr(getattr(sender, "controller", None), "pool_cls", "") or "")
     queues = _queue_names(sender) or list(_state.get("queues") or [])
     _state["queues"] = queues
+    direct = _state.get("direct_queue")
+    if direct and direct not in queues:
+        try:
+            sender.add_task_queue(direct)
+        except Exception:  # no direct routing then: tasks still reach the shared queues
+            logger.warning("could not consume the direct queue %s", direct, exc_info=True)
+            _state["direct_queue"] = None
     if "prefork" in pool.lower() or "processes" in pool.lower():
         return  # children register themselves
     register(queues)

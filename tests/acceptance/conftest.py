@@ -58,7 +58,13 @@ def start_worker(broker, tmp_path, transactional_db):
         pytest.skip("acceptance tests run against PostgreSQL (DW_TEST_DB=postgres)")
     workers: list[Worker] = []
 
-    def start(*, queues: str = "celery", lease_seconds: int = 300, beat: bool = True) -> Worker:
+    def start(
+        *,
+        queues: str = "celery",
+        lease_seconds: int = 300,
+        beat: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Worker:
         index = len(workers)
         log = tmp_path / f"worker-{index}.log"
         env = {
@@ -70,6 +76,7 @@ def start_worker(broker, tmp_path, transactional_db):
             "DW_ACTIVITY_LEASE_SECONDS": str(lease_seconds),
             "DW_EAGER_WORKFLOW_TASKS": "1",
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         if beat:
             env["DW_WORKER_BEAT"] = "1"

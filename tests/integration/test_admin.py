@@ -21,6 +21,7 @@ from durable_workflow.models import (
     Task,
     Timer,
     WorkerRegistration,
+    WorkerSession,
     WorkflowCommand,
     WorkflowFailure,
     WorkflowInstance,
@@ -47,6 +48,7 @@ MODELS = [
     WorkflowSignal,
     WorkflowUpdate,
     WorkerRegistration,
+    WorkerSession,
     WorkflowMessage,
 ]
 
@@ -90,6 +92,7 @@ def world(inline):
     looper = start("tests.looper", "adm-looper", 2)
     sleeper = start("tests.sleeper", "adm-sleeper", 3600)
     updates = start("tests.approval", "adm-updates", "updates")
+    start("tests.session-steps", "adm-session", 1, {"queue": "gpu"}, "adm-render")
     inline.run()
     waiting.signal("ping", "early")
     looper.signal("tick")

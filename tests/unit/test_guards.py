@@ -12,6 +12,10 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "WorkerSessionHandle",
+    "WorkerSessionOptions",
+    "WorkerSessionRejected",
+    "worker_session",
     "LocalActivityOptions",
     "local_activity",
     "execute_local_activity",

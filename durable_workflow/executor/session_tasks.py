@@ -1,0 +1,101 @@
+"""Admission of in-session activity tasks, and what a refused task does next.
+
+Called inside the activity claim's transaction, before the task is leased.
+A refused task stays ready and its message moves on: to the session holder's
+direct queue when another worker holds the session, back to this worker after
+a pause when the session is at its activity limit, and back to the task's
+queue after a pause otherwise (another worker may be capable). A task whose
+session can never admit it again (closed, or expired for good) fails its
+activity with ``WorkerSessionRejected`` so the workflow hears about it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from durable_workflow.engine.failures import describe
+from durable_workflow.exceptions import WorkerSessionRejected
+from durable_workflow.executor import dispatch, lifecycle, sessions
+from durable_workflow.executor.common import registered_worker_id
+from durable_workflow.models import FailureCategory, TaskStatus
+from durable_workflow.store import runs, tasks
+from durable_workflow.store import sessions as session_store
+from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
+
+logger = logging.getLogger("durable_workflow")
+
+#: Seconds before a refused task's message is offered again.
+LIMIT_PAUSE = 0.5
+ELSEWHERE_PAUSE = 1.0
+
+
+def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now: dt.datetime):
+    """Admit this worker to the task's session; ``False`` means do not claim the task."""
+    options = dict(execution.options["worker_session"])
+    options["queue"] = options.get("queue") or execution.queue
+    options["connection"] = options.get("connection") or execution.connection
+    worker = sessions.worker_for(None, now=now)
+    result = sessions.admit(options, worker, now=now, activity_task_id=task.id)
+    if result["admitted"]:
+        return True
+    reason = result["reason"]
+    tasks.note_error(task.id, f"worker_session {reason}: {result.get('error', '')}", now=now)
+    logger.info("in-session activity task %s not admitted: %s", task.id, reason)
+    if reason in sessions.PERMANENT_REASONS:
+        _fail_for_good(task, run, execution, result, now=now)
+    else:
+        queue, pause = _next_stop(reason, options["session_id"], now=now)
+        tasks.mark_dispatched([task.id], now=now)
+        dispatch.enqueue(task, queue=queue, delay=pause)
+    return False
+
+
+def _next_stop(reason: str, session_id: str, *, now: dt.datetime) -> tuple[str | None, float]:
+    mine = _my_direct_queue(now)
+    if reason == "session_owned_by_another_worker":
+        holder = sessions.holder_queue(session_id, now=now)
+        # A sibling process of the holder shares its node's queue: do not spin.
+        return holder, (LIMIT_PAUSE if holder and holder == mine else 0.0)
+    if reason == "session_activity_limit_exceeded":
+        return mine, LIMIT_PAUSE
+    return None, ELSEWHERE_PAUSE
+
+
+def _my_direct_queue(now: dt.datetime) -> str | None:
+    me = registered_worker_id()
+    if me is None:
+        return None
+    registration = session_store.registration(me)
+    return registration["direct_queue"] if registration else None
+
+
+def _fail_for_good(
+    task: TaskRecord,
+    run: RunRecord,
+    execution: ActivityRecord,
+    result: dict[str, Any],
+    *,
+    now: dt.datetime,
+) -> None:
+    from durable_workflow.executor.activity_task import record_final_failure
+
+    error = WorkerSessionRejected(
+        f"worker session {execution.options['worker_session']['session_id']!r} refused the "
+        "activity",
+        reason=result["reason"],
+    )
+    tasks.settle(task.id, TaskStatus.FAILED, now=now, error=str(error))
+    event = record_final_failure(
+        run,
+        execution,
+        attempt_id=None,
+        attempt_number=execution.attempt_count,
+        info=describe(error, category=FailureCategory.ACTIVITY),
+        non_retryable=True,
+        now=now,
+    )
+    event[1]["worker_session_reason"] = result["reason"]
+    lifecycle.append(run, [event], now=now)
+    runs.save_run(run, now=now)

@@ -1,0 +1,132 @@
+"""Worker-session rows (activity affinity leases) and the counts admission needs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+
+from durable_workflow.models import (
+    ActivityAttempt,
+    AttemptStatus,
+    WorkerRegistration,
+    WorkerSession,
+)
+
+Row = dict[str, Any]
+
+
+def lock(namespace: str, session_id: str) -> Row | None:
+    """The session row under a row lock (``None``: no such session)."""
+    return (
+        WorkerSession.objects.select_for_update()
+        .filter(namespace=namespace, session_id=session_id)
+        .values()
+        .first()
+    )
+
+
+def get(namespace: str, session_id: str) -> Row | None:
+    return WorkerSession.objects.filter(namespace=namespace, session_id=session_id).values().first()
+
+
+def insert(**fields: Any) -> Row | None:
+    """Create a session; ``None`` when a concurrent admission created it first."""
+    try:
+        with transaction.atomic():
+            row = WorkerSession.objects.create(**fields)
+    except IntegrityError:
+        return None
+    return WorkerSession.objects.filter(pk=row.pk).values().first()
+
+
+def update(pk: int, **changes: Any) -> None:
+    WorkerSession.objects.filter(pk=pk).update(**changes)
+
+
+def held_active_count(
+    owner: str, *, now: dt.datetime, namespace: str, exclude: str | None = None
+) -> int:
+    """Active, unexpired sessions ``owner`` holds (``exclude``: one session id not counted)."""
+    rows = WorkerSession.objects.filter(
+        namespace=namespace,
+        lease_owner=owner,
+        status="active",
+        lease_expires_at__gt=now,
+        ttl_expires_at__gt=now,
+    )
+    if exclude is not None:
+        rows = rows.exclude(session_id=exclude)
+    return rows.count()
+
+
+def running_attempts(
+    session_id: str, *, now: dt.datetime, owner: str | None = None, exclude_task_id: Any = None
+) -> int:
+    """Running in-session attempts whose lease has not lapsed."""
+    rows = ActivityAttempt.objects.filter(
+        execution__worker_session_id=session_id,
+        status=AttemptStatus.RUNNING,
+        lease_expires_at__gt=now,
+    )
+    if owner is not None:
+        rows = rows.filter(lease_owner=owner)
+    if exclude_task_id is not None:
+        rows = rows.exclude(task_id=exclude_task_id)
+    return rows.count()
+
+
+def registration(worker_id: str) -> Row | None:
+    return WorkerRegistration.objects.filter(worker_id=worker_id).values().first()
+
+
+def registrations(worker_ids: set[str]) -> dict[str, Row]:
+    rows = WorkerRegistration.objects.filter(worker_id__in=worker_ids).values()
+    return {row["worker_id"]: row for row in rows}
+
+
+def needing_refresh(namespace: str, *, now: dt.datetime) -> list[Row]:
+    """Rows whose status may have moved on: active ones, and open ones past their TTL."""
+    return list(
+        WorkerSession.objects.filter(namespace=namespace)
+        .filter(Q(status="active") | (~Q(status="closed") & Q(ttl_expires_at__lte=now)))
+        .exclude(failure_reason="ttl_expired")
+        .values()
+    )
+
+
+def listing(namespace: str, *, status: str | None = None, limit: int = 100) -> list[Row]:
+    rows = WorkerSession.objects.filter(namespace=namespace)
+    if status:
+        rows = rows.filter(status=status)
+    return list(rows.order_by("-updated_at", "-id").values()[:limit])
+
+
+def counts(namespace: str) -> dict[str, int]:
+    rows = (
+        WorkerSession.objects.filter(namespace=namespace).values("status").annotate(n=Count("id"))
+    )
+    return {row["status"]: row["n"] for row in rows}
+
+
+def active_activity_counts(session_ids: list[str], *, now: dt.datetime) -> dict[str, int]:
+    rows = (
+        ActivityAttempt.objects.filter(
+            execution__worker_session_id__in=session_ids,
+            status=AttemptStatus.RUNNING,
+            lease_expires_at__gt=now,
+        )
+        .values("execution__worker_session_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["execution__worker_session_id"]: row["n"] for row in rows}
+
+
+def held_by(owner: str, *, namespace: str) -> list[str]:
+    return list(
+        WorkerSession.objects.filter(
+            namespace=namespace, lease_owner=owner, status="active"
+        ).values_list("session_id", flat=True)
+    )

@@ -1,0 +1,439 @@
+"""Worker sessions: lazy creation, admission reasons, leases, reacquisition, documents.
+
+Every operation result, snapshot and list produced here is validated against
+the shipped (normative) worker-sessions JSON schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+
+import pytest
+from django.db import transaction
+
+import durable_workflow as dw
+from durable_workflow import clock
+from durable_workflow.executor import activity_task, dispatch, session_documents, sessions
+from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.executor.sessions import SessionWorker
+from durable_workflow.models import ActivityExecution, Task, WorkerSession
+from durable_workflow.operations import schemas
+from durable_workflow.store import workers
+from tests.integration.helpers import events_of, start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCHEMA = schemas.WORKER_SESSIONS
+
+
+def valid(document, definition: str = "workerSessionOperationResult"):
+    schemas.validate_definition(document, SCHEMA, definition)
+    if "session" in document and definition == "workerSessionOperationResult":
+        schemas.validate_definition(document["session"], SCHEMA, "workerSessionSnapshot")
+    return document
+
+
+def register(
+    worker_id: str, *, queues=("celery",), capabilities=(), sessions_max=4
+) -> SessionWorker:
+    workers.register(
+        worker_id=worker_id,
+        hostname="test",
+        pid=1,
+        queues=list(queues),
+        capabilities=list(capabilities),
+        max_concurrent_worker_sessions=sessions_max,
+        sticky_cache={},
+        now=clock.now(),
+        direct_queue=f"dw.direct.{worker_id}",
+    )
+    return sessions.worker_for(worker_id, now=clock.now())
+
+
+def admit(options, worker, **kwargs):
+    with transaction.atomic():
+        return valid(sessions.admit(options, worker, now=clock.now(), **kwargs))
+
+
+@pytest.fixture
+def frozen():
+    clock.freeze()
+    yield
+    clock.reset()
+
+
+@pytest.fixture
+def as_worker():
+    """Make this process claim tasks as a given registered worker."""
+
+    def use(worker_id: str | None) -> None:
+        set_registered_worker_id(worker_id)
+
+    yield use
+    set_registered_worker_id(None)
+
+
+# ----------------------------------------------------------- authoring + lazy creation
+
+
+def test_in_session_activities_create_then_reuse_the_session(inline):
+    stub = start("tests.session-steps", "sess-1", 3, {"requirements": ["gpu:l4"]}, "gpu-render")
+    inline.run()
+    output = stub.refresh().output()
+    assert [step["label"] for step in output] == [0, 1, 2]
+    assert len({step["worker"] for step in output}) == 1
+    row = WorkerSession.objects.get(session_id="gpu-render")
+    assert row.status == "active" and row.lease_owner == output[0]["worker"]
+    assert row.requirements == ["gpu:l4"] and row.lease_seconds == 120
+    for execution in ActivityExecution.objects.filter(run_id=stub.run_id()):
+        assert execution.worker_session_id == "gpu-render"
+        schemas.validate_definition(
+            execution.options["worker_session"], SCHEMA, "workerSessionOptions"
+        )
+        assert None not in execution.options["worker_session"].values()
+    assert {p["worker_session_id"] for p in events_of(stub, "ActivityScheduled")} == {"gpu-render"}
+
+
+def test_session_options_are_validated_when_built():
+    with pytest.raises(dw.ConfigurationError):
+        dw.WorkerSessionOptions(lease_seconds=0)
+    with pytest.raises(dw.ConfigurationError):
+        dw.WorkerSessionOptions(requirements=["gpu", "gpu"])
+    with pytest.raises(dw.ConfigurationError):
+        dw.WorkerSessionOptions(queue="  ")
+    with pytest.raises(dw.ConfigurationError):
+        dw.WorkerSessionOptions().snapshot("")
+    with pytest.raises(dw.NotInWorkflowError):
+        dw.worker_session("s")
+
+
+def test_session_routing_overrides_class_routing_and_call_options_override_both(inline):
+    stub = start("tests.session-steps", "sess-route", 1, {"queue": "gpu"}, "routed")
+    inline.run()
+    execution = ActivityExecution.objects.get(run_id=stub.run_id())
+    assert execution.queue == "gpu"
+    assert execution.options["worker_session"]["queue"] == "gpu"
+
+
+# ----------------------------------------------------------- admission reasons (E1-E7)
+
+
+def test_create_then_reuse_renews_the_lease(frozen):
+    w = register("w1")
+    first = admit({"session_id": "a"}, w)
+    assert first["outcome"] == "created" and first["status"] == 201 and first["reason"] is None
+    session = first["session"]
+    assert session["lease_owner"] == "w1" and session["holder"]["worker_id"] == "w1"
+    now = clock.now()
+    assert session["lease_expires_at"] == (now + dt.timedelta(seconds=120)).isoformat()
+    assert session["ttl_expires_at"] == (now + dt.timedelta(seconds=1800)).isoformat()
+    clock.advance(dt.timedelta(seconds=60))
+    w = register("w1")  # its registration heartbeat
+    again = admit({"session_id": "a"}, w)
+    assert again["outcome"] == "reused" and again["status"] == 200
+    assert (
+        again["session"]["lease_expires_at"]
+        == (clock.now() + dt.timedelta(seconds=120)).isoformat()
+    )
+    assert again["session"]["ttl_expires_at"] == session["ttl_expires_at"]
+
+
+def test_another_worker_is_refused_while_the_holder_is_live():
+    admit({"session_id": "a"}, register("w1"))
+    result = admit({"session_id": "a"}, register("w2"))
+    assert result["reason"] == "session_owned_by_another_worker" and result["status"] == 409
+    assert result["admitted"] is False and result["session"]["lease_owner"] == "w1"
+
+
+def test_capabilities_and_queue_are_checked_before_the_session():
+    weak = register("w1", capabilities=["gpu:a100"])
+    result = admit({"session_id": "a", "requirements": ["gpu:l4", "gpu:a100"]}, weak)
+    assert result["reason"] == "session_requirements_not_met"
+    assert result["missing_requirements"] == ["gpu:l4"]
+    result = admit({"session_id": "a", "queue": "gpu"}, register("w2", queues=["celery"]))
+    assert result["reason"] == "session_queue_mismatch" and result["status"] == 409
+    assert not WorkerSession.objects.exists()
+
+
+def test_unregistered_or_stale_workers_and_bad_options_are_refused(frozen):
+    assert admit({"session_id": "a"}, None)["reason"] == "worker_not_registered"
+    assert admit({"session_id": "a"}, None)["status"] == 412
+    register("w1")
+    clock.advance(dt.timedelta(seconds=31))
+    assert sessions.worker_for("w1", now=clock.now()) is None
+    bad = admit({"session_id": "a", "lease_seconds": 0}, register("w2"))
+    assert bad["reason"] == "invalid_worker_session" and bad["status"] == 422
+
+
+def test_worker_session_limit(frozen):
+    assert admit({"session_id": "a"}, register("none", sessions_max=0))["reason"] == (
+        "worker_session_limit_exceeded"
+    )
+    one = register("one", sessions_max=1)
+    assert admit({"session_id": "a"}, one)["outcome"] == "created"
+    refused = admit({"session_id": "b"}, one)
+    assert refused["reason"] == "worker_session_limit_exceeded"
+    assert refused["max_concurrent_worker_sessions"] == 1
+    assert admit({"session_id": "a"}, one)["outcome"] == "reused"  # its own session still works
+
+
+def test_session_missing_when_creation_is_not_allowed():
+    result = admit({"session_id": "a", "create_if_missing": False}, register("w1"))
+    assert result["reason"] == "session_missing"
+    assert admit({"session_id": "a", "create_if_missing": "1"}, register("w1"))["admitted"]
+
+
+def test_activity_limit_holds_back_a_second_in_session_task(inline, as_worker):
+    register("w1", capabilities=["gpu"])
+    as_worker("w1")
+    stub = start("tests.session-parallel", "sess-par", 2, {"requirements": ["gpu"]}, "limit")
+    from durable_workflow.transport.inline import run_task
+
+    for task in Task.objects.filter(task_type="workflow", status="ready"):
+        run_task(task)
+    first, second = Task.objects.filter(run_id=stub.run_id(), task_type="activity").order_by(
+        "created_at"
+    )
+    lease = activity_task._claim(first.id)
+    assert lease is not None
+    assert activity_task._claim(second.id) is None
+    second.refresh_from_db()
+    assert second.status == "ready"
+    assert "session_activity_limit_exceeded" in second.last_error
+    ok, value = activity_task._invoke(lease)
+    activity_task._settle(lease, ok, value)
+    assert activity_task._claim(second.id) is not None  # admitted once the first settled
+
+
+# ----------------------------------------------------------- status refresh (E8-E13)
+
+
+def test_lease_expiry_then_reacquire_keeps_the_ttl(frozen):
+    created = admit({"session_id": "a", "lease_seconds": 5}, register("w1"))
+    clock.advance(dt.timedelta(seconds=6))
+    w2 = register("w2")
+    register("w1")  # still alive: only the lease lapsed
+    result = admit({"session_id": "a"}, w2)
+    assert result["outcome"] == "reacquired" and result["session"]["lease_owner"] == "w2"
+    assert result["session"]["ttl_expires_at"] == created["session"]["ttl_expires_at"]
+    assert result["session"]["failure_reason"] is None
+
+
+def test_a_silent_holder_orphans_its_session(frozen):
+    admit({"session_id": "a", "lease_seconds": 600}, register("w1"))
+    clock.advance(dt.timedelta(seconds=31))
+    assert sessions.refresh_all() == 1
+    row = WorkerSession.objects.get(session_id="a")
+    assert (row.status, row.failure_reason) == ("orphaned", "worker_heartbeat_stale")
+    result = admit({"session_id": "a"}, register("w2"))
+    assert result["outcome"] == "reacquired"
+
+
+def test_ttl_expiry_is_terminal_even_with_a_fresh_lease(frozen):
+    w1 = register("w1")
+    admit({"session_id": "a", "ttl_seconds": 10, "lease_seconds": 600}, w1)
+    clock.advance(dt.timedelta(seconds=11))
+    w1 = register("w1")
+    result = admit({"session_id": "a"}, w1)
+    assert result["reason"] == "session_reacquire_disallowed"
+    assert result["session"]["failure_reason"] == "ttl_expired"
+    assert result["session"]["status"] == "expired"
+
+
+def test_reacquire_can_be_forbidden_by_the_session_or_the_request(frozen):
+    admit(
+        {"session_id": "a", "lease_seconds": 1, "allow_reacquire_after_failure": False},
+        register("w1"),
+    )
+    admit({"session_id": "b", "lease_seconds": 1}, register("w1"))
+    clock.advance(dt.timedelta(seconds=2))
+    w2 = register("w2")
+    assert admit({"session_id": "a"}, w2)["reason"] == "session_reacquire_disallowed"
+    refused = admit({"session_id": "b", "allow_reacquire_after_failure": False}, w2)
+    assert refused["reason"] == "session_reacquire_disallowed"
+    assert admit({"session_id": "b"}, w2)["outcome"] == "reacquired"
+
+
+def test_explicit_verbs():
+    register("w1")
+    register("w2")
+    created = valid(sessions.create({"session_id": "a", "worker_id": "w1", "lease_seconds": 30}))
+    assert created["outcome"] == "created"
+    assert valid(sessions.create({"session_id": "a"}))["reason"] == "invalid_worker_session"
+    assert valid(sessions.heartbeat("zzz", "w1"))["reason"] == "session_not_found"
+    assert valid(sessions.heartbeat("zzz", "w1"))["status"] == 404
+    assert valid(sessions.heartbeat("a", "w2"))["reason"] == "session_owner_mismatch"
+    beat = valid(sessions.heartbeat("a", "w1", lease_seconds=90))
+    assert beat["outcome"] == "heartbeat_recorded" and beat["session"]["failure_reason"] is None
+    assert beat["session"]["lease_expires_at"] > created["session"]["lease_expires_at"]
+    mismatch = valid(sessions.close("a", "w2"))
+    assert (mismatch["reason"], mismatch["status"]) == ("session_owner_mismatch", 409)
+    assert valid(sessions.close("a", "w1"))["outcome"] == "closed"
+    again = valid(sessions.close("a", "w1"))
+    assert (again["outcome"], again["status"]) == ("already_closed", 200)
+    assert valid(sessions.heartbeat("a", "w1"))["reason"] == "session_not_active"
+    assert admit({"session_id": "a"}, register("w1"))["reason"] == "session_closed"
+
+
+def test_a_closed_session_fails_its_activity_with_a_typed_error(inline):
+    register("w1")
+    valid(sessions.create({"session_id": "done", "worker_id": "w1"}))
+    sessions.close("done", "w1")
+    stub = start("tests.session-refused", "sess-refused", "done")
+    inline.run()
+    assert stub.refresh().output() == {"rejected": "session_closed", "failed": True}
+    failed = events_of(stub, "ActivityFailed")[0]
+    assert failed["worker_session_reason"] == "session_closed" and failed["non_retryable"]
+
+
+# ----------------------------------------------------------- heartbeats and cancel (E14-E15)
+
+
+def test_activity_heartbeat_renews_the_session_and_still_reports_cancel(inline, as_worker):
+    from durable_workflow.executor.heartbeat import heartbeat
+
+    register("w1")
+    as_worker("w1")
+    clock.freeze()
+    try:
+        stub = start("tests.session-steps", "sess-beat", 1, {"lease_seconds": 20}, "beat")
+        from durable_workflow.transport.inline import run_task
+
+        run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
+        task = Task.objects.get(run_id=stub.run_id(), task_type="activity")
+        lease = activity_task._claim(task.id)
+        before = WorkerSession.objects.get(session_id="beat").lease_expires_at
+        clock.advance(dt.timedelta(seconds=15))
+        register("w1")
+        assert heartbeat(lease) is True
+        after = WorkerSession.objects.get(session_id="beat").lease_expires_at
+        assert after == clock.now() + dt.timedelta(seconds=20) and after > before
+        stub.cancel()
+        with pytest.raises(dw.ActivityCancelled):
+            heartbeat(lease)
+        assert WorkerSession.objects.get(session_id="beat").status == "active"
+    finally:
+        clock.reset()
+
+
+# ----------------------------------------------------------- routing and shutdown
+
+
+class Recorder:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, task, countdown):
+        self.sent.append((task.task_type, task.queue, countdown))
+
+
+def test_in_session_tasks_are_sent_to_the_holders_direct_queue():
+    register("w1")
+    sessions.create({"session_id": "routed", "worker_id": "w1"})
+    recorder = Recorder()
+    previous = dispatch.set_backend(recorder)
+    try:
+        from durable_workflow.transport.inline import run_task
+
+        stub = start("tests.session-steps", "sess-direct", 1, None, "routed")
+        run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
+    finally:
+        dispatch.set_backend(previous)
+    assert ("activity", "dw.direct.w1", None) in recorder.sent
+
+
+def test_a_refused_task_moves_on_to_the_holder(as_worker):
+    register("w1")
+    register("w2")
+    sessions.create({"session_id": "held", "worker_id": "w1"})
+    recorder = Recorder()
+    previous = dispatch.set_backend(recorder)
+    try:
+        from durable_workflow.transport.inline import run_task
+
+        stub = start("tests.session-steps", "sess-moves", 1, None, "held")
+        run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
+        as_worker("w2")
+        task = Task.objects.get(run_id=stub.run_id(), task_type="activity")
+        recorder.sent.clear()
+        assert activity_task._claim(task.id) is None
+    finally:
+        dispatch.set_backend(previous)
+    assert recorder.sent == [("activity", "dw.direct.w1", 0.0)]
+    task.refresh_from_db()
+    assert task.status == "ready" and "session_owned_by_another_worker" in task.last_error
+
+
+def test_planned_shutdown_closes_held_sessions():
+    from durable_workflow.transport.worker import close_sessions
+
+    register("w1")
+    sessions.create({"session_id": "x", "worker_id": "w1"})
+    sessions.create({"session_id": "y", "worker_id": "w1"})
+    close_sessions("w1")
+    assert set(WorkerSession.objects.values_list("status", flat=True)) == {"closed"}
+
+
+# ----------------------------------------------------------- visibility (E17)
+
+
+def test_visibility_metrics_and_contract_validate(frozen):
+    register("w1")
+    register("w2")
+    for name in ("a", "b", "c"):
+        sessions.create({"session_id": name, "worker_id": "w1", "lease_seconds": 5})
+    sessions.create({"session_id": "d", "worker_id": "w2", "lease_seconds": 500})
+    sessions.close("a", "w1")
+    clock.advance(dt.timedelta(seconds=6))
+    register("w2")
+    document = sessions.visibility()
+    schemas.validate_definition(document, SCHEMA, "workerSessionVisibility")
+    counts = {}
+    for row in WorkerSession.objects.all():
+        counts[row.status] = counts.get(row.status, 0) + 1
+    assert document["metrics"] == {
+        "total": 4,
+        **{status: counts.get(status, 0) for status in session_documents.STATUSES},
+    }
+    assert document["metrics"]["expired"] == 2 and document["metrics"]["active"] == 1
+    schemas.validate_definition(sessions.detail("d"), SCHEMA, "workerSessionDetail")
+    assert sessions.detail("nope") is None
+    schemas.validate({"worker_sessions": session_documents.runtime_contract()}, SCHEMA)
+    envelope = {"metrics": session_documents.metrics(), "sessions": document["sessions"]}
+    schemas.validate(envelope, SCHEMA)
+
+
+# ----------------------------------------------------------- management command
+
+
+def test_management_command_speaks_the_contract():
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    register("w1", capabilities=["gpu:l4"])
+
+    def run(*args):
+        out = io.StringIO()
+        call_command("workflow_worker_session", *args, stdout=out)
+        return json.loads(out.getvalue())
+
+    created = run(
+        "create", "cli", "--worker-id", "w1", "--requirement", "gpu:l4", "--lease-seconds", "30"
+    )
+    valid(created)
+    assert created["outcome"] == "created" and created["session"]["requirements"] == ["gpu:l4"]
+    assert valid(run("heartbeat", "cli", "--worker-id", "w1"))["outcome"] == "heartbeat_recorded"
+    listing = run("list")
+    schemas.validate_definition(listing, SCHEMA, "workerSessionVisibility")
+    assert listing["metrics"]["active"] == 1
+    schemas.validate_definition(run("show", "cli"), SCHEMA, "workerSessionDetail")
+    schemas.validate(run("contract"), SCHEMA)
+    with pytest.raises(CommandError, match="session_owner_mismatch"):
+        call_command(
+            "workflow_worker_session", "close", "cli", "--worker-id", "w2", stdout=io.StringIO()
+        )
+    assert valid(run("close", "cli", "--worker-id", "w1"))["outcome"] == "closed"
+    with pytest.raises(CommandError, match="no worker session"):
+        call_command("workflow_worker_session", "show", "nope", stdout=io.StringIO())

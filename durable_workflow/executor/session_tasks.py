@@ -56,8 +56,10 @@ def _next_stop(reason: str, session_id: str, *, now: dt.datetime) -> tuple[str |
     mine = _my_direct_queue(now)
     if reason == "session_owned_by_another_worker":
         holder = sessions.holder_queue(session_id, now=now)
+        if holder is None:  # the holder has no direct queue: back to the shared one
+            return None, ELSEWHERE_PAUSE
         # A sibling process of the holder shares its node's queue: do not spin.
-        return holder, (LIMIT_PAUSE if holder and holder == mine else 0.0)
+        return holder, (LIMIT_PAUSE if holder == mine else 0.0)
     if reason == "session_activity_limit_exceeded":
         return mine, LIMIT_PAUSE
     return None, ELSEWHERE_PAUSE

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -328,38 +329,38 @@ class Recorder:
         self.sent.append((task.task_type, task.queue, countdown))
 
 
-def test_in_session_tasks_are_sent_to_the_holders_direct_queue():
+@pytest.fixture
+def recorder():
+    """Record the messages that would be sent instead of running anything."""
+    backend = Recorder()
+    previous = dispatch.set_backend(backend)
+    yield backend
+    dispatch.set_backend(previous)
+
+
+def _schedule_the_step(instance_id: str, session_id: str) -> Any:
+    from durable_workflow.transport.inline import run_task
+
+    stub = start("tests.session-steps", instance_id, 1, None, session_id)
+    run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
+    return Task.objects.get(run_id=stub.run_id(), task_type="activity")
+
+
+def test_in_session_tasks_are_sent_to_the_holders_direct_queue(recorder):
     register("w1")
     sessions.create({"session_id": "routed", "worker_id": "w1"})
-    recorder = Recorder()
-    previous = dispatch.set_backend(recorder)
-    try:
-        from durable_workflow.transport.inline import run_task
-
-        stub = start("tests.session-steps", "sess-direct", 1, None, "routed")
-        run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
-    finally:
-        dispatch.set_backend(previous)
+    _schedule_the_step("sess-direct", "routed")
     assert ("activity", "dw.direct.w1", None) in recorder.sent
 
 
-def test_a_refused_task_moves_on_to_the_holder(as_worker):
+def test_a_refused_task_moves_on_to_the_holder(as_worker, recorder):
     register("w1")
     register("w2")
     sessions.create({"session_id": "held", "worker_id": "w1"})
-    recorder = Recorder()
-    previous = dispatch.set_backend(recorder)
-    try:
-        from durable_workflow.transport.inline import run_task
-
-        stub = start("tests.session-steps", "sess-moves", 1, None, "held")
-        run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
-        as_worker("w2")
-        task = Task.objects.get(run_id=stub.run_id(), task_type="activity")
-        recorder.sent.clear()
-        assert activity_task._claim(task.id) is None
-    finally:
-        dispatch.set_backend(previous)
+    task = _schedule_the_step("sess-moves", "held")
+    as_worker("w2")
+    recorder.sent.clear()
+    assert activity_task._claim(task.id) is None
     assert recorder.sent == [("activity", "dw.direct.w1", 0.0)]
     task.refresh_from_db()
     assert task.status == "ready" and "session_owned_by_another_worker" in task.last_error

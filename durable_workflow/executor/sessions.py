@@ -93,31 +93,23 @@ def _rejected(reason: str, error: str, **context: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------ options
 
 
-def normalize(options: dict[str, Any], *, queue: str | None = None, connection: str | None = None):
-    """A complete options document (defaults filled), or ``ConfigurationError``.
-
-    ``queue`` and ``connection`` stand in when the document names none (an
-    in-session activity's own routing).
-    """
+def normalize(options: dict[str, Any]) -> dict[str, Any]:
+    """A complete options document (defaults filled), or ``ConfigurationError``."""
     if not isinstance(options, dict):
         raise ConfigurationError("worker_session options must be an object")
     known = {f.name for f in dataclasses.fields(WorkerSessionOptions)}
-    values = {key: _flag(key, options[key]) for key in known if options.get(key) is not None}
-    values.setdefault("queue", queue)
-    values.setdefault("connection", connection)
+    values = {key: _switch(key, options[key]) for key in known if options.get(key) is not None}
     session_id = options.get("session_id")
     if not isinstance(session_id, str):
         raise ConfigurationError("worker_session needs a session_id string")
     return WorkerSessionOptions(**values).snapshot(session_id)
 
 
-def _flag(key: str, value: Any) -> Any:
+def _switch(key: str, value: Any) -> Any:
     # Workers talking JSON may send 0/1 and "0"/"1" for the two switches.
     switch = key in ("create_if_missing", "allow_reacquire_after_failure")
     if switch and not isinstance(value, bool) and value in (0, 1, "0", "1"):
         return str(value) == "1"
-    if key == "requirements" and isinstance(value, list):
-        return [item.strip() if isinstance(item, str) else item for item in value]
     return value
 
 

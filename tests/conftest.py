@@ -34,6 +34,16 @@ def _reset_clock():
     clock.reset()
 
 
+@pytest.fixture(autouse=True)
+def _forget_worker_lookups():
+    """Routing caches registrations for a few seconds; each test starts without them."""
+    from durable_workflow.executor import routing
+
+    routing.forget()
+    yield
+    routing.forget()
+
+
 @pytest.fixture
 def inline():
     """Route dispatches to the inline backend; call ``inline.run()`` to drain tasks."""

@@ -20,41 +20,16 @@ uses its warm body only if it is valid, and replays cold otherwise.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 from durable_workflow.conf import get_settings
+from durable_workflow.executor import routing
 from durable_workflow.executor.common import registered_worker_id
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 HIT = "sticky_hit_expected"
 COLD = "cold_replay"
 FORCED_COLD = "forced_cold_replay"
-
-#: Seconds a looked-up registration (direct queue, liveness) is reused in this process.
-_LOOKUP_SECONDS = 2.0
-_owners: dict[str, tuple[float, str | None, dt.datetime | None]] = {}
-
-
-def owner_queue(worker: str, *, now: dt.datetime) -> str | None:
-    """The direct queue of ``worker`` while its registration is live, else ``None``."""
-    cached = _owners.get(worker)
-    if cached is None or cached[0] < time.monotonic():
-        from durable_workflow.store import sessions as registrations
-
-        row = registrations.registration(worker)
-        live_row = row is not None and row["status"] == "active"
-        cached = (
-            time.monotonic() + _LOOKUP_SECONDS,
-            row["direct_queue"] if live_row else None,
-            row["last_heartbeat_at"] if live_row else None,
-        )
-        if len(_owners) > 10_000:
-            _owners.clear()
-        _owners[worker] = cached
-    _, queue, heartbeat = cached
-    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
-    return queue if heartbeat is not None and heartbeat >= now - stale else None
 
 
 def _me() -> tuple[str, str] | None:
@@ -106,37 +81,10 @@ def routed_queue(task: TaskRecord, *, now: dt.datetime) -> str | None:
     tasks, so the message stays there.
     """
     if task.sticky_worker_id and task.sticky_until and task.sticky_until > now:
-        direct = owner_queue(task.sticky_worker_id, now=now)
-        if direct is not None and _consumers(task, now=now) > 1:
+        direct = routing.owner_queue(task.sticky_worker_id, now=now)
+        if direct is not None and routing.consumers(task, now=now) > 1:
             return direct
     return None
-
-
-_consumer_counts: dict[tuple[str | None, str | None], tuple[float, int]] = {}
-
-
-def _consumers(task: TaskRecord, *, now: dt.datetime) -> int:
-    """Live registered workers consuming the task's queue (looked up every few seconds)."""
-    key = (task.connection, task.queue)
-    cached = _consumer_counts.get(key)
-    if cached is None or cached[0] < time.monotonic():
-        from durable_workflow.store import workers
-        from durable_workflow.transport.celery import effective_queue
-
-        queue = effective_queue(task.queue, task.connection)
-        stale = get_settings().WORKER_STALE_AFTER_SECONDS
-        count = sum(
-            1 for row in workers.live(now=now, stale_after=stale) if queue in (row["queues"] or [])
-        )
-        cached = (time.monotonic() + _LOOKUP_SECONDS, count)
-        _consumer_counts[key] = cached
-    return cached[1]
-
-
-def forget() -> None:
-    """Drop the looked-up registrations (tests that change the fleet)."""
-    _owners.clear()
-    _consumer_counts.clear()
 
 
 def decide(task: TaskRecord, *, now: dt.datetime) -> tuple[str, str | None]:
@@ -147,7 +95,7 @@ def decide(task: TaskRecord, *, now: dt.datetime) -> tuple[str, str | None]:
         return FORCED_COLD, None
     if task.sticky_worker_id == registered_worker_id():
         return HIT, None
-    queue = owner_queue(task.sticky_worker_id, now=now)
+    queue = routing.owner_queue(task.sticky_worker_id, now=now)
     me = _me()
     if queue is None or me is None or me[1] == queue:
         # The owner is gone; or this process is no routable worker (the testing
@@ -172,4 +120,4 @@ def may_run_here(run: RunRecord, *, now: dt.datetime) -> bool:
     affinity = inherited(run, now=now)
     if not affinity or affinity["sticky_worker_id"] == registered_worker_id():
         return True
-    return owner_queue(affinity["sticky_worker_id"], now=now) is None
+    return routing.owner_queue(affinity["sticky_worker_id"], now=now) is None

@@ -11,6 +11,7 @@ from typing import Any
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.store import sessions as store
+from durable_workflow.store import workers
 
 STATUSES = ("active", "closed", "expired", "failed", "orphaned")
 
@@ -24,17 +25,15 @@ def iso(value: dt.datetime | None) -> str | None:
 
 
 def live(registration: dict[str, Any] | None, now: dt.datetime) -> bool:
-    if registration is None or registration["status"] != "active":
-        return False
-    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
-    return bool(registration["last_heartbeat_at"] >= now - stale)
+    stale_after = get_settings().WORKER_STALE_AFTER_SECONDS
+    return workers.is_live(registration, now=now, stale_after=stale_after)
 
 
 def snapshot(row: dict[str, Any], *, holder: Any = None, active: int | None = None):
     """A session as the contract's ``workerSessionSnapshot``."""
     now = clock.now()
     if holder is None and row["lease_owner"]:
-        holder = store.registration(row["lease_owner"])
+        holder = workers.get(row["lease_owner"])
     if active is None:
         active = store.running_attempts(row["session_id"], now=now)
     return {

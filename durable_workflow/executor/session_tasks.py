@@ -18,10 +18,8 @@ from typing import Any
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
 from durable_workflow.executor import dispatch, lifecycle, sessions
-from durable_workflow.executor.common import registered_worker_id
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.store import runs, tasks
-from durable_workflow.store import sessions as session_store
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -53,7 +51,9 @@ def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now
 
 
 def _next_stop(reason: str, session_id: str, *, now: dt.datetime) -> tuple[str | None, float]:
-    mine = _my_direct_queue(now)
+    from durable_workflow.transport.worker import current_direct_queue
+
+    mine = current_direct_queue()
     if reason == "session_owned_by_another_worker":
         holder = sessions.holder_queue(session_id, now=now)
         if holder is None:  # the holder has no direct queue: back to the shared one
@@ -63,14 +63,6 @@ def _next_stop(reason: str, session_id: str, *, now: dt.datetime) -> tuple[str |
     if reason == "session_activity_limit_exceeded":
         return mine, LIMIT_PAUSE
     return None, ELSEWHERE_PAUSE
-
-
-def _my_direct_queue(now: dt.datetime) -> str | None:
-    me = registered_worker_id()
-    if me is None:
-        return None
-    registration = session_store.registration(me)
-    return registration["direct_queue"] if registration else None
 
 
 def _fail_for_good(

@@ -131,7 +131,7 @@ def worker_for(worker: str | None, *, now: dt.datetime) -> SessionWorker | None:
             return _in_process_worker(now)
         if worker is None:
             return None
-    row = store.registration(worker)
+    row = workers.get(worker)
     if row is None or not live(row, now):
         return None
     return SessionWorker(
@@ -172,7 +172,7 @@ def _refresh(row: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
     if not changes and row["status"] == "active":
         if row["lease_expires_at"] and row["lease_expires_at"] <= now:
             changes = {"status": "expired", "failure_reason": "lease_expired"}
-        elif not live(store.registration(row["lease_owner"] or ""), now):
+        elif not live(workers.get(row["lease_owner"] or ""), now):
             changes = {"status": "orphaned", "failure_reason": "worker_heartbeat_stale"}
     if changes:
         changes["updated_at"] = now
@@ -393,16 +393,14 @@ def renew_for_activity(options: dict[str, Any], owner: str, *, now: dt.datetime)
 
 def holder_queue(session_id: str, *, now: dt.datetime) -> str | None:
     """The direct queue of the session's live holder (``None``: any capable worker)."""
+    from durable_workflow.executor.routing import owner_queue
+
     row = store.get(namespace(), session_id)
     if row is None or row["status"] != "active" or not row["lease_owner"]:
         return None
     if row["lease_expires_at"] and row["lease_expires_at"] <= now:
         return None
-    registration = store.registration(row["lease_owner"])
-    return registration["direct_queue"] if live(registration, now) else None
-
-
-# ------------------------------------------------------------------ documents
+    return owner_queue(row["lease_owner"], now=now)
 
 
 @retry_when_locked
@@ -425,7 +423,7 @@ def visibility(*, status: str | None = None, limit: int = 100) -> dict[str, Any]
     refresh_all()
     now = clock.now()
     rows = store.listing(namespace(), status=status, limit=limit)
-    holders = store.registrations({row["lease_owner"] for row in rows if row["lease_owner"]})
+    holders = workers.get_many({row["lease_owner"] for row in rows if row["lease_owner"]})
     active = store.active_activity_counts([row["session_id"] for row in rows], now=now)
     return {
         "namespace": namespace(),

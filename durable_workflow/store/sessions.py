@@ -11,7 +11,6 @@ from django.db.models import Count, Q
 from durable_workflow.models import (
     ActivityAttempt,
     AttemptStatus,
-    WorkerRegistration,
     WorkerSession,
 )
 
@@ -76,15 +75,6 @@ def running_attempts(
     if exclude_task_id is not None:
         rows = rows.exclude(task_id=exclude_task_id)
     return rows.count()
-
-
-def registration(worker_id: str) -> Row | None:
-    return WorkerRegistration.objects.filter(worker_id=worker_id).values().first()
-
-
-def registrations(worker_ids: set[str]) -> dict[str, Row]:
-    rows = WorkerRegistration.objects.filter(worker_id__in=worker_ids).values()
-    return {row["worker_id"]: row for row in rows}
 
 
 def needing_refresh(namespace: str, *, now: dt.datetime) -> list[Row]:

@@ -58,3 +58,19 @@ def live(*, now: dt.datetime, stale_after: int) -> list[dict[str, Any]]:
     return list(
         WorkerRegistration.objects.filter(status="active", last_heartbeat_at__gte=cutoff).values()
     )
+
+
+def get(worker_id: str) -> dict[str, Any] | None:
+    return WorkerRegistration.objects.filter(worker_id=worker_id).values().first()
+
+
+def get_many(worker_ids: set[str]) -> dict[str, dict[str, Any]]:
+    rows = WorkerRegistration.objects.filter(worker_id__in=worker_ids).values()
+    return {row["worker_id"]: row for row in rows}
+
+
+def is_live(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: int) -> bool:
+    """The rule ``live()`` applies in SQL, for a row already read."""
+    if row is None or row["status"] != "active":
+        return False
+    return bool(row["last_heartbeat_at"] >= now - dt.timedelta(seconds=stale_after))

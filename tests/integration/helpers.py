@@ -12,6 +12,7 @@ from django.test import override_settings
 from durable_workflow import WorkflowStub, clock
 from durable_workflow.models import Task, WorkflowFailure
 from durable_workflow.store import workers
+from durable_workflow.store.records import TaskRecord
 
 
 def event_types(stub: WorkflowStub) -> list[str]:
@@ -53,16 +54,35 @@ def build(current: str | None, *supported: str, **more: Any) -> Iterator[None]:
         yield
 
 
-def register_worker(worker_id: str, supported: list[str], queues: list[str] | None = None) -> None:
-    """A live registration of a worker elsewhere that supports ``supported``."""
+def register_worker(
+    worker_id: str,
+    supported: list[str] | tuple[str, ...] = (),
+    queues: list[str] | None = None,
+    *,
+    capabilities: list[str] | tuple[str, ...] = (),
+    max_sessions: int = 0,
+) -> None:
+    """A live registration of a worker elsewhere: its markers, queues, capabilities,
+    session capacity, and a direct queue ``dw.direct.<worker_id>``."""
     workers.register(
         worker_id=worker_id,
         hostname="elsewhere",
         pid=1,
         queues=["celery"] if queues is None else queues,
-        capabilities=[],
-        max_concurrent_worker_sessions=0,
+        capabilities=list(capabilities),
+        max_concurrent_worker_sessions=max_sessions,
         sticky_cache={},
         now=clock.now(),
-        compatibility=supported,
+        compatibility=list(supported),
+        direct_queue=f"dw.direct.{worker_id}",
     )
+
+
+class Recorder:
+    """A dispatch backend that only records (task type, queue, countdown) per message."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None, float | None]] = []
+
+    def send(self, task: TaskRecord, countdown: float | None) -> None:
+        self.sent.append((task.task_type, task.queue, countdown))

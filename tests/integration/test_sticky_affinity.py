@@ -8,46 +8,27 @@ import pytest
 from django.test import override_settings
 
 from durable_workflow import clock
-from durable_workflow.executor import activity_task, affinity, dispatch, sticky
+from durable_workflow.executor import activity_task, dispatch, routing, sticky
 from durable_workflow.executor.common import set_registered_worker_id
 from durable_workflow.executor.workflow_task import run_workflow_task
 from durable_workflow.models import Task, WorkflowRun
-from durable_workflow.store import workers
 from durable_workflow.transport import worker as worker_transport
-from tests.integration.helpers import start
+from tests.integration.helpers import Recorder, register_worker, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TTL = 300
 
 
-class Recorder:
-    def __init__(self):
-        self.sent = []
-
-    def send(self, task, countdown):
-        self.sent.append((task.task_type, task.queue))
-
-
 def register(worker_id: str) -> None:
-    workers.register(
-        worker_id=worker_id,
-        hostname="test",
-        pid=1,
-        queues=["celery"],
-        capabilities=[],
-        max_concurrent_worker_sessions=0,
-        sticky_cache={},
-        now=clock.now(),
-        direct_queue=f"dw.direct.{worker_id}",
-    )
+    register_worker(worker_id)
 
 
 @pytest.fixture
 def fleet():
     """Two registered workers; ``fleet.be(name)`` makes this process act as one of them."""
     clock.freeze()
-    affinity.forget()
+    routing.forget()
     sticky.cache.clear()
     recorder = Recorder()
     previous = dispatch.set_backend(recorder)
@@ -71,7 +52,7 @@ def fleet():
     worker_transport._state.update(saved)
     dispatch.set_backend(previous)
     sticky.cache.clear()
-    affinity.forget()
+    routing.forget()
     clock.reset()
 
 
@@ -102,7 +83,7 @@ def test_the_worker_keeping_the_run_warm_becomes_its_owner(fleet):
     run_activity(stub)
     follow_up = workflow_task(stub)
     assert (follow_up.sticky_worker_id, follow_up.sticky_until) == ("w1", run.sticky_until)
-    assert ("workflow", "dw.direct.w1") in fleet.sent  # not run eagerly on w2
+    assert ("workflow", "dw.direct.w1", None) in fleet.sent  # not run eagerly on w2
 
     fleet.be("w1")
     hits = sticky.cache.stats.hits
@@ -123,7 +104,7 @@ def test_another_live_worker_holds_off_and_forwards_to_the_owner(fleet):
     assert run_workflow_task(task.id) == "held"
     task.refresh_from_db()
     assert task.status == "ready" and task.lease_owner is None
-    assert fleet.sent == [("workflow", "dw.direct.w1")]
+    assert fleet.sent == [("workflow", "dw.direct.w1", None)]
 
 
 def test_expired_or_stale_affinity_is_claimed_by_anyone_and_replayed_cold(fleet):
@@ -135,7 +116,7 @@ def test_expired_or_stale_affinity_is_claimed_by_anyone_and_replayed_cold(fleet)
     clock.advance(dt.timedelta(seconds=TTL + 1))
     register("w2")
     register("w1")
-    affinity.forget()
+    routing.forget()
     task = workflow_task(stub)
     assert run_workflow_task(task.id) == "completed"
     task.refresh_from_db()
@@ -148,7 +129,7 @@ def test_expired_or_stale_affinity_is_claimed_by_anyone_and_replayed_cold(fleet)
     run_activity(other)
     clock.advance(dt.timedelta(seconds=31))  # w2 falls silent; w1 keeps beating
     register("w1")
-    affinity.forget()
+    routing.forget()
     task = workflow_task(other)
     assert run_workflow_task(task.id) == "completed"
     task.refresh_from_db()

@@ -20,8 +20,7 @@ from durable_workflow.executor.common import set_registered_worker_id
 from durable_workflow.executor.sessions import SessionWorker
 from durable_workflow.models import ActivityExecution, Task, WorkerSession
 from durable_workflow.operations import schemas
-from durable_workflow.store import workers
-from tests.integration.helpers import events_of, start
+from tests.integration.helpers import Recorder, events_of, register_worker, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,16 +37,8 @@ def valid(document, definition: str = "workerSessionOperationResult"):
 def register(
     worker_id: str, *, queues=("celery",), capabilities=(), sessions_max=4
 ) -> SessionWorker:
-    workers.register(
-        worker_id=worker_id,
-        hostname="test",
-        pid=1,
-        queues=list(queues),
-        capabilities=list(capabilities),
-        max_concurrent_worker_sessions=sessions_max,
-        sticky_cache={},
-        now=clock.now(),
-        direct_queue=f"dw.direct.{worker_id}",
+    register_worker(
+        worker_id, queues=list(queues), capabilities=capabilities, max_sessions=sessions_max
     )
     return sessions.worker_for(worker_id, now=clock.now())
 
@@ -109,7 +100,7 @@ def test_session_options_are_validated_when_built():
         dw.worker_session("s")
 
 
-def test_session_routing_overrides_class_routing_and_call_options_override_both(inline):
+def test_the_session_queue_routes_its_activities(inline):
     stub = start("tests.session-steps", "sess-route", 1, {"queue": "gpu"}, "routed")
     inline.run()
     execution = ActivityExecution.objects.get(run_id=stub.run_id())
@@ -319,14 +310,6 @@ def test_activity_heartbeat_renews_the_session_and_still_reports_cancel(inline, 
 
 
 # ----------------------------------------------------------- routing and shutdown
-
-
-class Recorder:
-    def __init__(self):
-        self.sent = []
-
-    def send(self, task, countdown):
-        self.sent.append((task.task_type, task.queue, countdown))
 
 
 @pytest.fixture

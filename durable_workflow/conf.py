@@ -53,6 +53,11 @@ class Settings:
     #: Run the workflow task an activity result wakes in the same worker, right away
     #: (when the workflow and the activity share a queue), instead of publishing it.
     EAGER_WORKFLOW_TASKS: bool = True
+    #: Run a queued activity a workflow task schedules in the same worker, right away
+    #: (when the activity shares the run's queue), instead of publishing it.
+    EAGER_ACTIVITIES: bool = True
+    #: Follow-ups (eager workflow tasks and activities) one message may chain.
+    EAGER_CHAIN_LIMIT: int = 100
     #: Register Celery worker processes (visible in the admin and the doctor).
     WORKER_REGISTRATION: bool = True
     #: Capabilities this worker offers (e.g. ``["gpu:nvidia-l4"]``).

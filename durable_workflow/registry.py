@@ -68,6 +68,10 @@ def activity_class(type_key: str) -> type:
         ) from None
 
 
+def has_activity(type_key: str) -> bool:
+    return type_key in _activities
+
+
 def workflows() -> dict[str, type]:
     return dict(_workflows)
 

@@ -72,6 +72,7 @@ DURABLE_WORKFLOW = {
     "MAX_CONCURRENT_WORKER_SESSIONS": int(os.environ.get("DW_MAX_CONCURRENT_WORKER_SESSIONS", "0")),
     # Step-by-step tests drive each task themselves; real workers (and one test) use it.
     "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",
+    "EAGER_ACTIVITIES": os.environ.get("DW_EAGER_ACTIVITIES", "0") == "1",
 }
 
 ROOT_URLCONF = "tests.urls"

@@ -27,6 +27,7 @@ from durable_workflow.executor import (
     affinity,
     compatibility,
     dispatch,
+    eager,
     hooks,
     lifecycle,
     session_tasks,
@@ -42,7 +43,7 @@ from durable_workflow.models import (
     TaskType,
 )
 from durable_workflow.store import activities, commands, runs, tasks
-from durable_workflow.store.records import ActivityRecord
+from durable_workflow.store.records import ActivityRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
@@ -66,25 +67,15 @@ def run_activity_task(task_id: Any) -> str:
     """Execute one activity attempt; returns ``completed``, ``retrying``, ``failed``,
     ``stale`` or ``skipped``."""
     lease = _claim(task_id)
-    if lease is None:
-        return "skipped"
-    ok, value = _invoke(lease)
-    outcome = _settle(lease, ok, value)
-    follow_up = _eager.pop("task_id", None)
-    if follow_up is not None:
-        # The workflow is waiting on this result and routed like this activity:
-        # advance it here and now rather than after another broker hop.
-        from durable_workflow.executor.workflow_task import run_workflow_task
-
-        try:
-            run_workflow_task(follow_up)
-        except Exception:  # the task stays ready; the repair pass publishes it
-            logger.exception("eager workflow task %s failed", follow_up)
+    outcome = "skipped" if lease is None else run_claimed(lease)
+    eager.drain()
     return outcome
 
 
-#: A workflow task created (unpublished) by the last settle, to run right away.
-_eager: dict[str, Any] = {}
+def run_claimed(lease: Lease) -> str:
+    """Run a claimed attempt's user code and settle it."""
+    ok, value = _invoke(lease)
+    return _settle(lease, ok, value)
 
 
 @retry_when_locked
@@ -122,38 +113,56 @@ def _claim(task_id: Any) -> Lease | None:
         if execution.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
             tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
             return None
-        activities.expire_attempt(execution.current_attempt_id, now=now)
-        expires = now + dt.timedelta(seconds=settings.ACTIVITY_LEASE_SECONDS)
-        attempt_id, number = activities.start_attempt(
-            execution,
-            task_id=claimed.id,
-            owner=worker_id(),
-            lease_expires_at=expires,
-            now=now,
-            deadlines=attempt_deadlines(execution.options, now),
-        )
-        lifecycle.append(
-            run,
-            [
-                (
-                    EventType.ACTIVITY_STARTED,
-                    {
-                        "sequence": execution.sequence,
-                        "activity_execution_id": str(execution.id),
-                        "activity_attempt_id": str(attempt_id),
-                        "activity_type": execution.activity_type,
-                        "activity_class": execution.activity_class,
-                        "attempt_number": number,
-                        "task_id": str(claimed.id),
-                        "lease_owner": worker_id(),
-                        "lease_expires_at": expires.isoformat(),
-                    },
-                )
-            ],
-            now=now,
-        )
+        lease, started = _begin(run, claimed, execution, now=now)
+        lifecycle.append(run, [started], now=now)
         runs.save_run(run, now=now)
-    return Lease(
+    return lease
+
+
+def start_eagerly(
+    run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
+) -> tuple[str, dict[str, Any]] | None:
+    """Claim an activity the current workflow task has just scheduled, to run it in this
+    process once that transaction commits; returns the ``ActivityStarted`` event to append.
+    """
+    claimed = tasks.claim(
+        task, owner=worker_id(), now=now, lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS
+    )
+    if claimed is None or claimed.lease_id is None:
+        dispatch.enqueue(task)
+        return None
+    lease, started = _begin(run, claimed, execution, now=now)
+    eager.offer(eager.ACTIVITY, lease)
+    return started
+
+
+def _begin(
+    run: Any, claimed: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
+) -> tuple[Lease, tuple[str, dict[str, Any]]]:
+    """A new attempt under the claimed task's lease, and its ``ActivityStarted`` event."""
+    assert claimed.lease_id is not None
+    activities.expire_attempt(execution.current_attempt_id, now=now)
+    expires = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
+    attempt_id, number = activities.start_attempt(
+        execution,
+        task_id=claimed.id,
+        owner=worker_id(),
+        lease_expires_at=expires,
+        now=now,
+        deadlines=attempt_deadlines(execution.options, now),
+    )
+    started = {
+        "sequence": execution.sequence,
+        "activity_execution_id": str(execution.id),
+        "activity_attempt_id": str(attempt_id),
+        "activity_type": execution.activity_type,
+        "activity_class": execution.activity_class,
+        "attempt_number": number,
+        "task_id": str(claimed.id),
+        "lease_owner": worker_id(),
+        "lease_expires_at": expires.isoformat(),
+    }
+    lease = Lease(
         task_id=claimed.id,
         run_id=run.id,
         lease_id=claimed.lease_id,
@@ -164,6 +173,7 @@ def _claim(task_id: Any) -> Lease | None:
         instance_id=run.instance_id,
         payload_codec=run.payload_codec,
     )
+    return lease, (EventType.ACTIVITY_STARTED, started)
 
 
 def _invoke(lease: Lease) -> tuple[bool, Any]:
@@ -272,7 +282,9 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
-            _remember_eager(wake_workflow(run, now=now, eager=_eager_ok(run, execution)))
+            follow_up = wake_workflow(run, now=now, eager=_eager_ok(run, execution))
+            if follow_up is not None:
+                eager.offer(eager.WORKFLOW, follow_up)
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)
@@ -286,17 +298,12 @@ def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
     settings = get_settings()
     return bool(
         settings.EAGER_WORKFLOW_TASKS
+        and eager.allowed()
         and execution.queue == run.queue
         and execution.connection == run.connection
         and affinity.may_run_here(run, now=clock.now())  # not when it is warm elsewhere
         and not activities.other_open_executions(run.id, execution.id)
     )
-
-
-def _remember_eager(task_id: Any) -> None:
-    _eager.pop("task_id", None)
-    if task_id is not None:
-        transaction.on_commit(lambda: _eager.__setitem__("task_id", task_id))
 
 
 def _fail(

@@ -16,7 +16,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import StructuralLimitExceeded
-from durable_workflow.executor import dispatch, streams
+from durable_workflow.executor import dispatch, eager, streams
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
 from durable_workflow.executor.timeouts import schedule_deadlines
@@ -37,57 +37,82 @@ Event = tuple[str, dict[str, Any]]
 def persist(run: RunRecord, new: list[c.Command], *, now: dt.datetime) -> list[Event]:
     """Rows and events for the task's new commands; raises ``StructuralLimitExceeded``."""
     events: list[Event] = []
+    batch = _ActivityBatch(run, now)
     for command in new:
+        if type(command) is c.ScheduleActivity:
+            events += batch.add(command)
+            continue
+        batch.flush()  # later commands may refer to the activities just scheduled
         events += _HANDLERS[type(command)](run, command, now)
+    batch.flush()
     _check_size("history_transaction_size", len(events))
     return events
 
 
-def _schedule_activity(
-    run: RunRecord, command: c.ScheduleActivity, now: dt.datetime
-) -> list[Event]:
-    _check_size("payload_size", envelope.encoded_size(command.arguments))
-    local = command.options.get("execution_mode") == "local"
-    session_id = (command.options.get("worker_session") or {}).get("session_id")
-    execution = activities.create_execution(
-        run_id=run.id,
-        sequence=command.step,
-        activity_type=command.activity_type,
-        activity_class=command.activity_class,
-        arguments=command.arguments,
-        options=command.options,
-        queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
-        connection=None if local else command.connection,
-        now=now,
-        deadlines=None if local else schedule_deadlines(command.options, now),
-        worker_session_id=session_id,
-    )
-    payload: dict[str, Any] = {
-        "sequence": command.step,
-        "activity_execution_id": str(execution.id),
-        "activity_type": command.activity_type,
-        "activity_class": command.activity_class,
-        **(command.group or {}),
-    }
-    if local:  # runs in this process: no activity task, no queue
-        payload.update(execution_mode="local", local_activity=True)
+class _ActivityBatch:
+    """Consecutive activities of one task, inserted two statements at a time (a fan-out
+    of a thousand costs two inserts, not two thousand); events keep the body's order."""
+
+    def __init__(self, run: RunRecord, now: dt.datetime) -> None:
+        self.run, self.now = run, now
+        self.executions: list[Any] = []
+        self.tasks: list[Any] = []
+
+    def add(self, command: c.ScheduleActivity) -> list[Event]:
+        _check_size("payload_size", envelope.encoded_size(command.arguments))
+        run, now = self.run, self.now
+        local = command.options.get("execution_mode") == "local"
+        session_id = (command.options.get("worker_session") or {}).get("session_id")
+        execution = activities.build_execution(
+            run_id=run.id,
+            sequence=command.step,
+            activity_type=command.activity_type,
+            activity_class=command.activity_class,
+            arguments=command.arguments,
+            options=command.options,
+            queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
+            connection=None if local else command.connection,
+            now=now,
+            deadlines=None if local else schedule_deadlines(command.options, now),
+            worker_session_id=session_id,
+        )
+        self.executions.append(execution)
+        payload: dict[str, Any] = {
+            "sequence": command.step,
+            "activity_execution_id": str(execution.id),
+            "activity_type": command.activity_type,
+            "activity_class": command.activity_class,
+            **(command.group or {}),
+        }
+        if local:  # runs in this process: no activity task, no queue
+            payload.update(execution_mode="local", local_activity=True)
+            return [(EventType.ACTIVITY_SCHEDULED, payload)]
+        task = tasks.build_task(
+            run_id=run.id,
+            task_type=TaskType.ACTIVITY,
+            available_at=now,
+            queue=execution.queue,
+            connection=execution.connection,
+            activity_execution_id=execution.id,
+            now=now,
+            payload={"worker_session_id": session_id} if session_id else None,
+            compatibility=run.compatibility,
+        )
+        self.tasks.append(task)
+        payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
+        if session_id:
+            payload["worker_session_id"] = session_id
         return [(EventType.ACTIVITY_SCHEDULED, payload)]
-    task = tasks.create_task(
-        run_id=run.id,
-        task_type=TaskType.ACTIVITY,
-        available_at=now,
-        queue=execution.queue,
-        connection=execution.connection,
-        activity_execution_id=execution.id,
-        now=now,
-        payload={"worker_session_id": session_id} if session_id else None,
-        compatibility=run.compatibility,
-    )
-    dispatch.enqueue(task)
-    payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
-    if session_id:
-        payload["worker_session_id"] = session_id
-    return [(EventType.ACTIVITY_SCHEDULED, payload)]
+
+    def flush(self) -> None:
+        if not self.executions:
+            return
+        records = {r.id: r for r in activities.save_executions(self.executions)}
+        for task in tasks.save_tasks(self.tasks):
+            execution = records[task.activity_execution_id]
+            if not eager.hold(self.run, task, execution):
+                dispatch.enqueue(task)
+        self.executions, self.tasks = [], []
 
 
 def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> list[Event]:
@@ -335,7 +360,6 @@ _HANDLERS: dict[type, Any] = {
     c.SignalChild: _signal_child,
     c.CancelActivity: _cancel_activity,
     c.RecordSelection: _record_selection,
-    c.ScheduleActivity: _schedule_activity,
     c.StartTimer: _start_timer,
     c.RecordSideEffect: _side_effect,
     c.RecordFailureHandled: _failure_handled,

@@ -31,10 +31,12 @@ from durable_workflow.executor import (
     affinity,
     compatibility,
     dispatch,
+    eager,
     lifecycle,
     local_activities,
     sticky,
 )
+from durable_workflow.executor.activity_task import start_eagerly
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
 from durable_workflow.executor.local_activities import LocalLease
@@ -69,6 +71,13 @@ def run_workflow_task(task_id: Any) -> str:
     ``timed_out``, ``retrying`` (a local activity retries in a later task),
     ``incompatible`` (this worker does not support the run's compatibility marker)
     or ``held`` (the run's sticky owner is live: the message went on to it)."""
+    outcome = run_once(task_id)
+    eager.drain()
+    return outcome
+
+
+def run_once(task_id: Any) -> str:
+    """One workflow task, without the follow-ups it hands to this process."""
     outcome = _start(task_id)
     while isinstance(outcome, _Pending):
         ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
@@ -185,6 +194,7 @@ def _advance_and_settle(
 def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> Any:
     """Feed the runtime what it has not seen, persist its commands; the local request if any."""
     keep = False
+    eager.take_held()  # nothing kept from a task that did not commit
     with orm_guard():
         try:
             # A warm runtime needs only the events after the ones it has seen.
@@ -193,11 +203,13 @@ def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> A
                 with transaction.atomic():
                     events = persist(run, runtime.take_commands(), now=now)
             except StructuralLimitExceeded as exc:
+                eager.take_held()  # rolled back with the savepoint
                 events, runtime.closed = [], structural_failure(exc)
             if runtime.closed is not None:
                 events += close(run, runtime.closed, now=now)
             else:
                 run.set(status=RunStatus.WAITING)
+            events += _start_held_activity(run, runtime, now=now)
             lifecycle.append(run, events, now=now)
             boundary = run.next_sequence - 1
             run.set(last_progress_at=now, workflow_task_sequence=boundary)
@@ -219,6 +231,20 @@ def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> A
         finally:
             if not keep:
                 runtime.dispose()
+
+
+def _start_held_activity(
+    run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime
+) -> list[tuple[str, dict[str, Any]]]:
+    """Claim the activity persist kept for this process; publish it if the body moved on."""
+    held = eager.take_held()
+    if held is None:
+        return []
+    if runtime.closed is not None or runtime.local_requests:
+        dispatch.enqueue(held[0])
+        return []
+    started = start_eagerly(run, *held, now=now)
+    return [started] if started else []
 
 
 def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:

@@ -40,7 +40,12 @@ def _record(row: ActivityExecution) -> ActivityRecord:
     return ActivityRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
-def create_execution(
+def create_execution(**fields: Any) -> ActivityRecord:
+    """One pending execution (see :func:`build_execution` for the fields)."""
+    return save_executions([build_execution(**fields)])[0]
+
+
+def build_execution(
     *,
     run_id: uuid.UUID,
     sequence: int,
@@ -53,8 +58,9 @@ def create_execution(
     now: dt.datetime,
     deadlines: dict[str, dt.datetime | None] | None = None,
     worker_session_id: str | None = None,
-) -> ActivityRecord:
-    row = ActivityExecution.objects.create(
+) -> ActivityExecution:
+    """An unsaved execution row, for :func:`save_executions`."""
+    return ActivityExecution(
         worker_session_id=worker_session_id,
         **(deadlines or {}),
         id=uuid7(),
@@ -68,7 +74,13 @@ def create_execution(
         connection=connection,
         scheduled_at=now,
     )
-    return _record(row)
+
+
+def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
+    """Insert built executions in one statement."""
+    if rows:
+        ActivityExecution.objects.bulk_create(rows)
+    return [_record(row) for row in rows]
 
 
 def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:

@@ -41,7 +41,12 @@ def _record(row: Task) -> TaskRecord:
     return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
-def create_task(
+def create_task(**fields: Any) -> TaskRecord:
+    """A ready task (see :func:`build_task` for the fields)."""
+    return save_tasks([build_task(**fields)])[0]
+
+
+def build_task(
     *,
     run_id: uuid.UUID,
     task_type: str,
@@ -55,9 +60,9 @@ def create_task(
     compatibility: str | compat.FromRun | None = compat.FROM_RUN,
     sticky_worker_id: str | None = None,
     sticky_until: dt.datetime | None = None,
-) -> TaskRecord:
-    """A ready task; it carries its run's compatibility marker (read here unless passed)."""
-    row = Task.objects.create(
+) -> Task:
+    """An unsaved ready task carrying its run's compatibility marker (read here unless passed)."""
+    return Task(
         id=uuid7(),
         run_id=run_id,
         task_type=task_type,
@@ -75,7 +80,13 @@ def create_task(
         created_at=now,
         updated_at=now,
     )
-    return _record(row)
+
+
+def save_tasks(rows: list[Task]) -> list[TaskRecord]:
+    """Insert built tasks in one statement."""
+    if rows:
+        Task.objects.bulk_create(rows)
+    return [_record(row) for row in rows]
 
 
 def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:

@@ -75,6 +75,7 @@ def start_worker(broker, tmp_path, transactional_db):
             "DW_BROKER_URL": broker,
             "DW_ACTIVITY_LEASE_SECONDS": str(lease_seconds),
             "DW_EAGER_WORKFLOW_TASKS": "1",
+            "DW_EAGER_ACTIVITIES": "1",
             "PYTHONPATH": str(ROOT),
             **(env or {}),
         }

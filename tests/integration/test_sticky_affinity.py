@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from durable_workflow import clock
@@ -138,7 +139,8 @@ def test_expired_or_stale_affinity_is_claimed_by_anyone_and_replayed_cold(fleet)
 
 def test_disabled_sticky_writes_no_affinity(fleet):
     fleet.be("w1")
-    with override_settings(DURABLE_WORKFLOW={"STICKY_ENABLED": False}):
+    engine = {**settings.DURABLE_WORKFLOW, "STICKY_ENABLED": False}
+    with override_settings(DURABLE_WORKFLOW=engine):
         stub = start("tests.sequential", "aff-5", "ada")
         run_workflow_task(workflow_task(stub).id)
         run_activity(stub)

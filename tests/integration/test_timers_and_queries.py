@@ -103,3 +103,14 @@ def test_database_work_per_step_does_not_grow_with_history(inline):
     # workflow task: lock + claim + one history read + inserts + settle, in one transaction
     assert workflow_queries <= 14, workflow_queries
     assert activity_queries <= 20, activity_queries  # includes the activity's own 2 queries
+
+
+def test_scheduling_a_fan_out_costs_the_same_for_5_and_for_25_activities(inline):
+    # (SQLite splits an insert past 999 parameters: about 40 activities here.)
+    counts = []
+    for count in (5, 25):
+        stub = start("tests.fanout", f"queries-fan-{count}", count)
+        counts.append(_queries_for_next_workflow_task(stub))
+        assert Task.objects.filter(run_id=stub.run_id(), task_type="activity").count() == count
+        assert event_types(stub).count("ActivityScheduled") == count
+    assert counts[0] == counts[1], counts

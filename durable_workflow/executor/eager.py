@@ -1,0 +1,115 @@
+"""Follow-up work a task leaves for its own process, to run right after its commit.
+
+Two hand-offs save a broker hop each on a sequential workflow:
+
+* a workflow task that schedules a queued activity it could run itself (same
+  queue and connection as the run, the activity known here, no worker session)
+  claims it in its own transaction and runs it after the commit;
+* an activity whose result wakes its workflow runs that workflow task next.
+
+``drain()`` runs the follow-ups one after the other, never nested, and counts
+them: past ``EAGER_CHAIN_LIMIT`` in one message nothing more is handed off, so
+the next task is published as usual and one long workflow cannot keep a
+worker to itself. Crash safety does not depend on any of this: an eager
+activity is leased like any claimed attempt (its lease expires if the process
+dies), and an unpublished workflow task is published by the repair pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.db import transaction
+
+from durable_workflow import registry
+from durable_workflow.conf import get_settings
+from durable_workflow.executor import hooks
+from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
+
+logger = logging.getLogger("durable_workflow")
+
+WORKFLOW = "workflow"
+ACTIVITY = "activity"
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.follow_up: tuple[str, Any] | None = None
+        self.hops = 0
+        self.draining = False
+        self.held: tuple[TaskRecord, ActivityRecord] | None = None
+
+
+_state = _State()
+
+
+def allowed() -> bool:
+    """May this process hand off one more follow-up in the current message?"""
+    return _state.hops < get_settings().EAGER_CHAIN_LIMIT
+
+
+def offer(kind: str, value: Any) -> None:
+    """Run ``value`` (a workflow task id, or an activity lease) once this transaction commits."""
+    transaction.on_commit(lambda: setattr(_state, "follow_up", (kind, value)))
+
+
+def drain() -> None:
+    """Run the follow-ups the last task left, and theirs, until there are none."""
+    if _state.draining:
+        return
+    from durable_workflow.executor import activity_task, workflow_task
+
+    _state.draining = True
+    _state.hops = 0
+    try:
+        while _state.follow_up is not None:
+            (kind, value), _state.follow_up = _state.follow_up, None
+            _state.hops += 1
+            try:
+                if kind == WORKFLOW:
+                    workflow_task.run_once(value)
+                else:
+                    activity_task.run_claimed(value)
+            except Exception:  # the row stays as it is: lease expiry or repair take over
+                logger.exception("eager %s task failed", kind)
+    finally:
+        _state.draining = False
+        _state.hops = 0
+        _state.follow_up = None
+
+
+# ---------------------------------------------------------------- activities
+
+
+def hold(run: RunRecord, task: TaskRecord, execution: ActivityRecord) -> bool:
+    """Keep the activity task just created for this process instead of publishing it.
+
+    At most one per workflow task; ``False`` means: publish it.
+    """
+    if _state.held is not None or not _activity_ok(run, execution):
+        return False
+    _state.held = (task, execution)
+    return True
+
+
+def take_held() -> tuple[TaskRecord, ActivityRecord] | None:
+    """The activity task kept by :func:`hold` in this workflow task (and forget it)."""
+    held, _state.held = _state.held, None
+    return held
+
+
+def _activity_ok(run: RunRecord, execution: ActivityRecord) -> bool:
+    settings = get_settings()
+    return bool(
+        settings.EAGER_ACTIVITIES
+        and allowed()
+        and execution.queue == run.queue
+        and execution.connection == run.connection
+        and not execution.options.get("worker_session")
+        and (
+            execution.activity_type in hooks.activity_mocks
+            or registry.has_activity(execution.activity_type)
+        )
+    )

@@ -1,0 +1,183 @@
+"""Eager activities: a workflow task runs the one activity it schedules in its own process.
+
+Each test drives a process with a dispatch backend that only records messages,
+so anything not run in place shows up as a published message.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+import durable_workflow as dw
+from durable_workflow import ActivityOptions, Workflow, clock, executor
+from durable_workflow.executor import dispatch, sticky, workflow_task
+from durable_workflow.executor.common import worker_id
+from durable_workflow.models import ActivityAttempt, Task
+from tests.integration.helpers import Recorder, event_types, events_of, start, tasks_of
+from tests.testapp.workflows import Add
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class OtherQueue(Workflow):
+    type_key = "tests.eager.other-queue"
+
+    def handle(self) -> int:
+        return dw.activity(Add, ActivityOptions(queue="elsewhere"), 1, 2)
+
+
+class Unknown(Workflow):
+    type_key = "tests.eager.unknown"
+
+    def handle(self) -> Any:
+        return dw.activity("tests.eager.not-registered-here", 1)
+
+
+def eager_settings(**more: Any) -> dict[str, Any]:
+    return {
+        **settings.DURABLE_WORKFLOW,
+        "EAGER_ACTIVITIES": True,
+        "EAGER_WORKFLOW_TASKS": True,
+        **more,
+    }
+
+
+@pytest.fixture
+def recorder():
+    sticky.cache.clear()
+    backend = Recorder()
+    previous = dispatch.set_backend(backend)
+    with override_settings(DURABLE_WORKFLOW=eager_settings()):
+        yield backend
+    dispatch.set_backend(previous)
+    sticky.cache.clear()
+
+
+def first_task(stub: dw.WorkflowStub) -> Task:
+    return Task.objects.get(run_id=stub.run_id(), task_type="workflow", status="ready")
+
+
+def sent(backend: Recorder, task_type: str) -> int:
+    return sum(1 for kind, _, _ in backend.sent if kind == task_type)
+
+
+def test_a_sequential_workflow_runs_to_the_end_in_one_message(recorder):
+    stub = start("tests.many-steps", "eager-1", 5)
+    before = len(recorder.sent)
+    assert executor.run_workflow_task(first_task(stub).id) == "completed"
+    assert stub.refresh().status() == "completed" and stub.output() == 10
+    assert len(recorder.sent) == before  # nothing published: every step ran here
+    steps = [t for t in event_types(stub) if t.startswith("Activity")]
+    assert steps == ["ActivityScheduled", "ActivityStarted", "ActivityCompleted"] * 5
+    started = events_of(stub, "ActivityStarted")
+    assert {event["lease_owner"] for event in started} == {worker_id()}
+    assert {t.status for t in tasks_of(stub)} == {"completed"}
+    assert ActivityAttempt.objects.filter(execution__run_id=stub.run_id()).count() == 5
+
+
+def test_the_schedule_and_the_start_commit_together(recorder):
+    stub = start("tests.many-steps", "eager-2", 1)
+    workflow_task.run_once(first_task(stub).id)  # the process "dies" before the follow-up
+    assert event_types(stub)[-2:] == ["ActivityScheduled", "ActivityStarted"]
+    activity = tasks_of(stub, "activity")[0]
+    assert activity.status == "leased" and sent(recorder, "activity") == 0
+
+    # Nothing runs it until its lease expires; then it goes out again like any lost attempt.
+    clock.freeze()
+    assert executor.repair_pass().reclaimed == 0
+    clock.advance(dt.timedelta(seconds=settings.DURABLE_WORKFLOW["ACTIVITY_LEASE_SECONDS"] + 1))
+    assert executor.repair_pass().reclaimed == 1
+    assert sent(recorder, "activity") == 1
+    assert executor.run_activity_task(activity.id) == "completed"
+    assert stub.refresh().status() == "completed"
+    assert event_types(stub).count("ActivityStarted") == 2
+
+
+def test_the_chain_limit_hands_the_rest_to_the_broker(recorder):
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_CHAIN_LIMIT=3)):
+        stub = start("tests.many-steps", "eager-3", 5)
+        executor.run_workflow_task(first_task(stub).id)
+        assert stub.refresh().status() == "pending"  # a workflow task is due
+        # Three follow-ups ran (activity, workflow task, activity); the next one was published.
+        assert event_types(stub).count("ActivityCompleted") == 2
+        published = [t for t in tasks_of(stub) if t.status == "ready"]
+        assert len(published) == 1 and sent(recorder, published[0].task_type) >= 1
+        while stub.refresh().status() != "completed":
+            ready = Task.objects.get(run_id=stub.run_id(), status="ready")
+            runner = (
+                executor.run_workflow_task
+                if ready.task_type == "workflow"
+                else executor.run_activity_task
+            )
+            runner(ready.id)
+    assert stub.output() == 10
+
+
+def test_a_fan_out_publishes_all_but_one(recorder):
+    stub = start("tests.fanout", "eager-4", 4)
+    executor.run_workflow_task(first_task(stub).id)
+    assert sent(recorder, "activity") == 3
+    assert event_types(stub).count("ActivityCompleted") == 1
+    assert len([t for t in tasks_of(stub, "activity") if t.status == "ready"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("workflow", "why"),
+    [("tests.eager.other-queue", "another-queue"), ("tests.eager.unknown", "unknown-here")],
+)
+def test_activities_this_process_should_not_run_are_published(recorder, workflow, why):
+    stub = start(workflow, f"eager-5-{why}")
+    executor.run_workflow_task(first_task(stub).id)
+    assert sent(recorder, "activity") == 1, why
+    assert tasks_of(stub, "activity")[0].status == "ready"
+    assert "ActivityStarted" not in event_types(stub)
+
+
+def test_switched_off_it_publishes_every_activity(recorder):
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_ACTIVITIES=False)):
+        stub = start("tests.many-steps", "eager-6", 2)
+        executor.run_workflow_task(first_task(stub).id)
+        assert sent(recorder, "activity") == 1
+        assert tasks_of(stub, "activity")[0].status == "ready"
+
+
+def test_a_failed_eager_attempt_retries_through_the_broker(recorder):
+    stub = start("tests.retrying", "eager-7", 2)
+    executor.run_workflow_task(first_task(stub).id)
+    assert event_types(stub).count("ActivityRetryScheduled") == 1
+    assert sent(recorder, "activity") == 1  # the retry, published with its back-off
+    retry = Task.objects.get(run_id=stub.run_id(), task_type="activity", status="ready")
+    assert executor.run_activity_task(retry.id) == "completed"
+    assert stub.refresh().status() == "completed" and stub.output() == "ok after 2"
+
+
+def test_an_eager_step_costs_two_transactions(recorder, monkeypatch):
+    commits = []
+    real_commit = connection.commit
+    monkeypatch.setattr(connection, "commit", lambda: commits.append(1) or real_commit())
+    stub = start("tests.many-steps", "eager-8", 40)
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_CHAIN_LIMIT=7)):
+        executor.run_workflow_task(first_task(stub).id)  # warm the body and the caches
+        counts = []
+        for _ in range(2):
+            ready = Task.objects.get(run_id=stub.run_id(), status="ready")
+            before = event_types(stub).count("ActivityCompleted")
+            commits.clear()
+            with CaptureQueriesContext(connection) as queries:
+                executor.run_workflow_task(ready.id)
+            steps = event_types(stub).count("ActivityCompleted") - before
+            counts.append((len(queries.captured_queries), len(commits), steps))
+    # One message: a workflow task and seven follow-ups, i.e. four whole steps, each
+    # one workflow-task transaction and one settle transaction, the same statements.
+    assert counts[0] == counts[1]
+    statements, transactions, steps = counts[0]
+    assert steps == 4 and transactions == 2 * steps
+    print("statements per eager step:", statements / steps)
+    assert statements <= 31 * steps, statements / steps

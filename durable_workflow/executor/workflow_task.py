@@ -174,8 +174,13 @@ def _advance_and_settle(
 ) -> str | _Pending:
     """Advance the body; settle the task, or pause it for a local activity."""
     try:
-        with transaction.atomic():
-            request = _advance(run, runtime, now=now)
+        try:
+            with transaction.atomic():
+                request = _advance(run, runtime, now=now)
+        except StructuralLimitExceeded as exc:
+            # What the commands wrote went with the savepoint; the run fails instead.
+            with transaction.atomic():
+                request = _advance(run, runtime, now=now, closing=structural_failure(exc))
     except TASK_FAILURES as exc:
         runtime.dispose()
         _record_task_failure(run, task.id, exc, now=now)
@@ -191,20 +196,28 @@ def _advance_and_settle(
     return "completed"
 
 
-def _advance(run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime) -> Any:
-    """Feed the runtime what it has not seen, persist its commands; the local request if any."""
+def _advance(
+    run: RunRecord,
+    runtime: WorkflowRuntime,
+    *,
+    now: dt.datetime,
+    closing: FailWorkflow | None = None,
+) -> Any:
+    """Feed the runtime what it has not seen, persist its commands; the local request if any.
+
+    Raises ``StructuralLimitExceeded`` when the commands go past a limit; the caller
+    rolls back and calls again with ``closing``: the run fails instead of persisting.
+    """
     keep = False
     eager.take_held()  # nothing kept from a task that did not commit
     with orm_guard():
         try:
-            # A warm runtime needs only the events after the ones it has seen.
-            runtime.feed(history.load_history(run.id, after_sequence=runtime.last_sequence))
-            try:
-                with transaction.atomic():
-                    events = persist(run, runtime.take_commands(), now=now)
-            except StructuralLimitExceeded as exc:
-                eager.take_held()  # rolled back with the savepoint
-                events, runtime.closed = [], structural_failure(exc)
+            if closing is None:
+                # A warm runtime needs only the events after the ones it has seen.
+                runtime.feed(history.load_history(run.id, after_sequence=runtime.last_sequence))
+                events = persist(run, runtime.take_commands(), now=now)
+            else:
+                events, runtime.closed = [], closing
             if runtime.closed is not None:
                 events += close(run, runtime.closed, now=now)
             else:

@@ -17,6 +17,7 @@ from durable_workflow.models import (
     Timer,
     TimerStatus,
 )
+from durable_workflow.store import sql
 from durable_workflow.store.records import ActivityRecord, TimerRecord
 
 _FIELDS = (
@@ -34,6 +35,10 @@ _FIELDS = (
     "current_attempt_id",
     "scheduled_at",
 )
+
+
+_EXECUTIONS = sql.Table(ActivityExecution)
+_ATTEMPTS = sql.Table(ActivityAttempt)
 
 
 def _record(row: ActivityExecution) -> ActivityRecord:
@@ -78,14 +83,13 @@ def build_execution(
 
 def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
     """Insert built executions in one statement."""
-    if rows:
-        ActivityExecution.objects.bulk_create(rows)
+    _EXECUTIONS.insert(sql.values(row) for row in rows)
     return [_record(row) for row in rows]
 
 
 def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:
-    row = ActivityExecution.objects.filter(id=execution_id).first()
-    return _record(row) if row else None
+    rows = _EXECUTIONS.select(_FIELDS, [("id", "=", execution_id)])
+    return ActivityRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
 
 
 def start_attempt(
@@ -100,7 +104,7 @@ def start_attempt(
 ) -> tuple[uuid.UUID, int]:
     """A new attempt row; the execution points at it as the only one that may settle."""
     number = execution.attempt_count + 1
-    attempt = ActivityAttempt.objects.create(
+    attempt = ActivityAttempt(
         **(deadlines or {}),
         id=uuid7(),
         execution_id=execution.id,
@@ -111,12 +115,16 @@ def start_attempt(
         retry_reason=retry_reason,
         started_at=now,
     )
-    ActivityExecution.objects.filter(id=execution.id).update(
-        status=ActivityStatus.RUNNING,
-        attempt_count=number,
-        current_attempt_id=attempt.id,
-        started_at=now,
-        schedule_to_start_deadline_at=None,
+    _ATTEMPTS.insert([sql.values(attempt)])
+    _EXECUTIONS.update(
+        {
+            "status": ActivityStatus.RUNNING,
+            "attempt_count": number,
+            "current_attempt_id": attempt.id,
+            "started_at": now,
+            "schedule_to_start_deadline_at": None,
+        },
+        [("id", "=", execution.id)],
     )
     return attempt.id, number
 
@@ -124,17 +132,17 @@ def start_attempt(
 def close_attempt(
     attempt_id: uuid.UUID, status: str, *, now: dt.datetime, only_running: bool = False
 ) -> None:
-    rows = ActivityAttempt.objects.filter(id=attempt_id)
+    where: list[sql.Condition] = [("id", "=", attempt_id)]
     if only_running:
-        rows = rows.filter(status=AttemptStatus.RUNNING)
-    rows.update(status=status, closed_at=now, lease_expires_at=None)
+        where.append(("status", "=", AttemptStatus.RUNNING))
+    _ATTEMPTS.update({"status": status, "closed_at": now, "lease_expires_at": None}, where)
 
 
 def close_execution(
     execution_id: uuid.UUID, status: str, *, now: dt.datetime, result: Any = None
 ) -> None:
-    ActivityExecution.objects.filter(id=execution_id).update(
-        status=status, result=result, closed_at=now
+    _EXECUTIONS.update(
+        {"status": status, "result": result, "closed_at": now}, [("id", "=", execution_id)]
     )
 
 
@@ -285,8 +293,6 @@ def bump_attempt_count(execution_id: uuid.UUID) -> None:
 
 
 def other_open_executions(run_id: uuid.UUID, execution_id: uuid.UUID) -> bool:
-    return (
-        ActivityExecution.objects.filter(run_id=run_id, status__in=_OPEN)
-        .exclude(id=execution_id)
-        .exists()
+    return _EXECUTIONS.exists(
+        [("run_id", "=", run_id), ("status", "IN", _OPEN), ("id", "<>", execution_id)]
     )

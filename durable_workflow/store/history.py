@@ -10,23 +10,25 @@ from typing import Any
 
 from durable_workflow.engine.events import HistoryEvent as Event
 from durable_workflow.models import HistoryEvent
+from durable_workflow.store import sql
 from durable_workflow.store.records import RunRecord
+
+_EVENTS = sql.Table(HistoryEvent)
+_COLUMNS = ("sequence", "event_type", "payload", "recorded_at")
 
 
 def load_history(
     run_id: uuid.UUID | str, *, after_sequence: int = 0, up_to: int | None = None
 ) -> list[Event]:
     """The run's events in order, in one query (optionally only a window of sequences)."""
-    rows = HistoryEvent.objects.filter(run_id=run_id)
+    where: list[sql.Condition] = [("run_id", "=", run_id)]
     if after_sequence:
-        rows = rows.filter(sequence__gt=after_sequence)
+        where.append(("sequence", ">", after_sequence))
     if up_to is not None:
-        rows = rows.filter(sequence__lte=up_to)
+        where.append(("sequence", "<=", up_to))
     return [
         Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
-        for seq, kind, payload, at in rows.order_by("sequence").values_list(
-            "sequence", "event_type", "payload", "recorded_at"
-        )
+        for seq, kind, payload, at in _EVENTS.select(_COLUMNS, where, order_by="sequence")
     ]
 
 
@@ -44,17 +46,17 @@ def append_events(
     sequence = run.next_sequence
     for kind, payload in events:
         rows.append(
-            HistoryEvent(
-                run_id=run.id,
-                sequence=sequence,
-                event_type=kind,
-                payload=payload,
-                recorded_at=now,
-            )
+            {
+                "run_id": run.id,
+                "sequence": sequence,
+                "event_type": kind,
+                "payload": payload,
+                "recorded_at": now,
+            }
         )
         appended.append(Event(sequence=sequence, event_type=kind, payload=payload, recorded_at=now))
         size += len(json.dumps(payload, separators=(",", ":")))
         sequence += 1
-    HistoryEvent.objects.bulk_create(rows)
+    _EVENTS.insert(rows)
     run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)
     return appended

@@ -14,6 +14,7 @@ from durable_workflow.models import (
     WorkflowInstance,
     WorkflowRun,
 )
+from durable_workflow.store import sql
 from durable_workflow.store.records import InstanceRecord, RunRecord
 
 _RUN_FIELDS = (
@@ -47,6 +48,9 @@ _RUN_FIELDS = (
     "sticky_worker_id",
     "sticky_until",
 )
+
+
+_RUNS = sql.Table(WorkflowRun)
 
 
 def _run_record(row: WorkflowRun) -> RunRecord:
@@ -124,13 +128,13 @@ def create_run(
 
 def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     """Read a run under a row lock: the serialisation point for all progress."""
-    row = WorkflowRun.objects.select_for_update().filter(id=run_id).first()
-    return _run_record(row) if row else None
+    rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)], for_update=True)
+    return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
 def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
-    row = WorkflowRun.objects.filter(id=run_id).first()
-    return _run_record(row) if row else None
+    rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)])
+    return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
 def current_run(instance_id: str) -> RunRecord | None:
@@ -142,9 +146,9 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
     """Write the fields the executor changed, in one UPDATE."""
     if not run.dirty:
         return
-    changes = {name: getattr(run, name) for name in run.dirty}
+    changes = {name: getattr(run, name) for name in sorted(run.dirty)}
     changes["updated_at"] = now
-    WorkflowRun.objects.filter(id=run.id).update(**changes)
+    _RUNS.update(changes, [("id", "=", run.id)])
     if "status" in run.dirty and run.status in TERMINAL_RUN_STATUSES:
         # The instance mirrors its current run's status only when it closes;
         # flips between pending and waiting would cost a write per step.

@@ -13,6 +13,7 @@ from django.db.models import F, Q
 from durable_workflow.ids import uuid7
 from durable_workflow.models import Task, TaskStatus, TaskType
 from durable_workflow.store import compatibility as compat
+from durable_workflow.store import sql
 from durable_workflow.store.records import TaskRecord
 
 _FIELDS = (
@@ -37,8 +38,16 @@ _FIELDS = (
 )
 
 
+_TASKS = sql.Table(Task)
+
+
 def _record(row: Task) -> TaskRecord:
     return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
+
+
+def _first(where: list[sql.Condition], **options: Any) -> TaskRecord | None:
+    rows = _TASKS.select(_FIELDS, where, limit=1, **options)
+    return TaskRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
 
 
 def create_task(**fields: Any) -> TaskRecord:
@@ -84,16 +93,19 @@ def build_task(
 
 def save_tasks(rows: list[Task]) -> list[TaskRecord]:
     """Insert built tasks in one statement."""
-    if rows:
-        Task.objects.bulk_create(rows)
+    _TASKS.insert(sql.values(row) for row in rows)
     return [_record(row) for row in rows]
 
 
 def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
-    row = Task.objects.filter(
-        run_id=run_id, task_type=TaskType.WORKFLOW, status=TaskStatus.READY
-    ).first()
-    return _record(row) if row else None
+    return _first(
+        [
+            ("run_id", "=", run_id),
+            ("task_type", "=", TaskType.WORKFLOW),
+            ("status", "=", TaskStatus.READY),
+        ],
+        order_by="created_at",
+    )
 
 
 def claim(
@@ -112,21 +124,24 @@ def claim(
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
     sticky = {"sticky_replay_mode": replay_mode, "sticky_claimed_at": now} if replay_mode else {}
-    claimed = Task.objects.filter(
-        id=task.id,
-        status=TaskStatus.READY,
-        available_at__lte=now,
-        lease_generation=task.lease_generation,
-    ).update(
-        status=TaskStatus.LEASED,
-        lease_owner=owner,
-        lease_id=lease_id,
-        lease_generation=F("lease_generation") + 1,
-        attempt_count=F("attempt_count") + 1,
-        leased_at=now,
-        lease_expires_at=expires,
-        updated_at=now,
-        **sticky,
+    claimed = _TASKS.update(
+        {
+            "status": TaskStatus.LEASED,
+            "lease_owner": owner,
+            "lease_id": lease_id,
+            "lease_generation": sql.Add(1),
+            "attempt_count": sql.Add(1),
+            "leased_at": now,
+            "lease_expires_at": expires,
+            "updated_at": now,
+            **sticky,
+        },
+        [
+            ("id", "=", task.id),
+            ("status", "=", TaskStatus.READY),
+            ("available_at", "<=", now),
+            ("lease_generation", "=", task.lease_generation),
+        ],
     )
     if not claimed:
         return None
@@ -142,8 +157,7 @@ def claim(
 
 
 def get(task_id: uuid.UUID | str) -> TaskRecord | None:
-    row = Task.objects.filter(id=task_id).first()
-    return _record(row) if row else None
+    return _first([("id", "=", task_id)])
 
 
 def settle_if_held(
@@ -161,9 +175,15 @@ def settle_if_held(
     task was settled already): the caller must write nothing.
     """
     return bool(
-        Task.objects.filter(
-            id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
-        ).update(status=status, lease_expires_at=None, last_error=error[:10000], updated_at=now)
+        _TASKS.update(
+            {
+                "status": status,
+                "lease_expires_at": None,
+                "last_error": error[:10000],
+                "updated_at": now,
+            },
+            _held(task_id, lease_id, generation),
+        )
     )
 
 
@@ -175,17 +195,12 @@ def note_error(task_id: uuid.UUID, error: str, *, now: dt.datetime) -> None:
 def renew_lease(
     task_id: uuid.UUID, lease_id: uuid.UUID, generation: int, *, until: dt.datetime
 ) -> bool:
-    return bool(
-        Task.objects.filter(
-            id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
-        ).update(lease_expires_at=until)
-    )
+    return bool(_TASKS.update({"lease_expires_at": until}, _held(task_id, lease_id, generation)))
 
 
 def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = "") -> None:
-    Task.objects.filter(id=task_id).update(
-        status=status, lease_expires_at=None, last_error=error[:10000], updated_at=now
-    )
+    changes = {"status": status, "lease_expires_at": None, "last_error": error[:10000]}
+    _TASKS.update({**changes, "updated_at": now}, [("id", "=", task_id)])
 
 
 def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> int:
@@ -287,19 +302,28 @@ def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> N
 
 def still_held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
     """True while this exact claim still owns the task."""
-    return Task.objects.filter(
-        id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
-    ).exists()
+    return _TASKS.exists(_held(task_id, lease_id, generation))
+
+
+def _held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> list[sql.Condition]:
+    return [
+        ("id", "=", task_id),
+        ("status", "=", TaskStatus.LEASED),
+        ("lease_id", "=", lease_id),
+        ("lease_generation", "=", generation),
+    ]
 
 
 def workflow_task_in_progress(run_id: uuid.UUID, *, now: dt.datetime) -> bool:
     """A workflow task of the run holds an unexpired lease (a local activity is running)."""
-    return Task.objects.filter(
-        run_id=run_id,
-        task_type=TaskType.WORKFLOW,
-        status=TaskStatus.LEASED,
-        lease_expires_at__gt=now,
-    ).exists()
+    return _TASKS.exists(
+        [
+            ("run_id", "=", run_id),
+            ("task_type", "=", TaskType.WORKFLOW),
+            ("status", "=", TaskStatus.LEASED),
+            ("lease_expires_at", ">", now),
+        ]
+    )
 
 
 def last_workflow_task_status(run_id: uuid.UUID) -> str | None:

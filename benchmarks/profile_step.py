@@ -206,9 +206,13 @@ def run(args: argparse.Namespace) -> None:
     from durable_workflow.transport.inline import InlineBackend
 
     dispatch.set_backend(InlineBackend())
-    # Each task is driven and timed on its own: no workflow task run eagerly by
-    # the activity task that wakes it.
-    engine = {**settings.DURABLE_WORKFLOW, "EAGER_WORKFLOW_TASKS": False}
+    # Each task is driven and timed on its own: no activity run eagerly by the
+    # workflow task that schedules it, no workflow task by the activity that wakes it.
+    engine = {
+        **settings.DURABLE_WORKFLOW,
+        "EAGER_WORKFLOW_TASKS": False,
+        "EAGER_ACTIVITIES": False,
+    }
     with override_settings(DURABLE_WORKFLOW=engine):
         split(args)
         profile(args)

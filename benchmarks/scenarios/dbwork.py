@@ -7,9 +7,15 @@ counters around each:
 
 * statements: every SQL statement Django sends (``connection.execute_wrapper``),
   split by kind; ``SAVEPOINT``/``RELEASE`` are counted apart from data queries;
+* round trips: calls that reach the database driver (the engine sends the
+  writes of a transaction that nobody reads back together, on PostgreSQL);
 * transactions: outermost ``transaction.atomic`` blocks entered, plus
   statements run in autocommit mode (each is its own transaction);
 * time: wall and CPU time of the task, to show how replay cost grows.
+
+Then the same counters for whole *eager* steps (the default): one message runs
+a workflow task and chains activity, workflow task, activity... in the same
+process, counted per step at the start of a run and after 1,000 events.
 """
 
 from __future__ import annotations
@@ -54,12 +60,22 @@ def counting() -> Iterator[collections.Counter[str]]:
             counter["autocommit_statements"] += 1
         return execute(sql, params, many, context)
 
+    from django.db.backends import utils
+
+    original_execute = utils.CursorWrapper._execute
+
+    def driver_call(self: Any, *args: Any) -> Any:
+        counter["round_trips"] += 1
+        return original_execute(self, *args)
+
     transaction.Atomic.__enter__ = enter  # type: ignore[method-assign]
+    utils.CursorWrapper._execute = driver_call  # type: ignore[method-assign]
     try:
         with connection.execute_wrapper(wrapper):
             yield counter
     finally:
         transaction.Atomic.__enter__ = original_enter  # type: ignore[method-assign]
+        utils.CursorWrapper._execute = original_execute  # type: ignore[method-assign]
 
 
 def _measure(fn: Any, task_id: Any) -> dict[str, Any]:
@@ -83,9 +99,14 @@ def run(ctx: Context) -> dict[str, Any]:
     from durable_workflow.transport.inline import InlineBackend
 
     previous = dispatch.set_backend(InlineBackend())
-    # Each side is measured on its own: no eager workflow task inside the activity task.
+    # Each side is measured on its own: no eager activity in the workflow task, no
+    # eager workflow task inside the activity task.
     separate = override_settings(
-        DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "EAGER_WORKFLOW_TASKS": False}
+        DURABLE_WORKFLOW={
+            **settings.DURABLE_WORKFLOW,
+            "EAGER_WORKFLOW_TASKS": False,
+            "EAGER_ACTIVITIES": False,
+        }
     )
     separate.enable()
     steps: list[dict[str, Any]] = []
@@ -107,8 +128,15 @@ def run(ctx: Context) -> dict[str, Any]:
             act_task = Task.objects.get(run_id=run_row.id, task_type="activity", status="ready")
             act = _measure(executor.run_activity_task, act_task.id)
             steps.append({"prior_events": prior, "workflow_task": wf, "activity_task": act})
-    finally:
         separate.disable()
+        separate = None
+        eager_late = _eager_steps(run_row.id)
+        instance_id = unique("dbwork-eager")
+        WorkflowStub.make(Sequence, instance_id).start(STEPS)
+        eager_early = _eager_steps(WorkflowRun.objects.get(instance_id=instance_id).id)
+    finally:
+        if separate is not None:
+            separate.disable()
         dispatch.set_backend(previous)
 
     points: dict[str, Any] = {}
@@ -121,6 +149,7 @@ def run(ctx: Context) -> dict[str, Any]:
             counts = first[side]
             point[side] = {
                 "queries": counts.get("queries", 0),
+                "round_trips": counts.get("round_trips", 0),
                 "transactions": counts.get("transactions", 0),
                 "savepoint_statements": counts.get("savepoint_statements", 0),
                 "by_kind": {k[2:]: v for k, v in sorted(counts.items()) if k.startswith("q_")},
@@ -161,9 +190,25 @@ def run(ctx: Context) -> dict[str, Any]:
                 unit="ms",
             ),
         ]
+    rows += [
+        row(
+            f"eager step: statements / round trips / transactions at {e['prior_events']} events",
+            f"{e['queries']} / {e['round_trips']} / {e['transactions']}",
+        )
+        for e in (eager_early, eager_late)
+    ]
+    rows.append(
+        row(
+            f"eager step: wall time at {eager_early['prior_events']} / "
+            f"{eager_late['prior_events']} events",
+            f"{eager_early['wall_ms']} / {eager_late['wall_ms']}",
+            unit="ms",
+        )
+    )
     return {
         "status": "ok",
         "points": points,
+        "eager_steps": {"early": eager_early, "late": eager_late},
         "queries_constant": constant,
         "max_transactions_per_task": max_tx,
         "curve": [
@@ -178,4 +223,44 @@ def run(ctx: Context) -> dict[str, Any]:
             for s in steps[:: max(1, len(steps) // 40)]
         ],
         "rows": rows,
+    }
+
+
+EAGER_STEPS = 10
+
+
+def _eager_steps(run_id: Any) -> dict[str, Any]:
+    """Per-step counters of one message chaining ``EAGER_STEPS`` whole steps."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from durable_workflow import executor
+    from durable_workflow.models import Task, WorkflowRun
+
+    def events() -> int:
+        return WorkflowRun.objects.values_list("next_sequence", flat=True).get(id=run_id) - 1
+
+    # A message: the workflow task, then (activity, workflow task) * (EAGER_STEPS - 1)
+    # and the last activity; its settle publishes the next workflow task.
+    engine = {
+        **settings.DURABLE_WORKFLOW,
+        "EAGER_WORKFLOW_TASKS": True,
+        "EAGER_ACTIVITIES": True,
+        "EAGER_CHAIN_LIMIT": 2 * EAGER_STEPS - 1,
+    }
+    with override_settings(DURABLE_WORKFLOW=engine):
+        task = Task.objects.get(run_id=run_id, task_type="workflow", status="ready")
+        executor.run_workflow_task(task.id)  # warm the body
+        prior = events()
+        task = Task.objects.get(run_id=run_id, task_type="workflow", status="ready")
+        measured = _measure(executor.run_workflow_task, task.id)
+    steps = (events() - prior) / 3
+    if steps != EAGER_STEPS:
+        raise RuntimeError(f"an eager message ran {steps} steps, expected {EAGER_STEPS}")
+    return {
+        "prior_events": prior,
+        **{
+            key: round(measured.get(key, 0) / steps, 2)
+            for key in ("queries", "round_trips", "transactions", "wall_ms", "cpu_ms")
+        },
     }

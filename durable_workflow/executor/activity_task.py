@@ -41,9 +41,11 @@ from durable_workflow.models import (
     FailureCategory,
     TaskStatus,
     TaskType,
+    WorkflowRun,
 )
 from durable_workflow.store import activities, commands, runs, tasks
 from durable_workflow.store.records import ActivityRecord, TaskRecord
+from durable_workflow.store.sql import batched
 
 logger = logging.getLogger("durable_workflow")
 
@@ -82,7 +84,7 @@ def run_claimed(lease: Lease) -> str:
 def _claim(task_id: Any) -> Lease | None:
     now = clock.now()
     settings = get_settings()
-    with transaction.atomic():
+    with transaction.atomic(), batched(WorkflowRun):
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
             return None
@@ -121,17 +123,11 @@ def _claim(task_id: Any) -> Lease | None:
 
 def start_eagerly(
     run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
-) -> tuple[str, dict[str, Any]] | None:
-    """Claim an activity the current workflow task has just scheduled, to run it in this
-    process once that transaction commits; returns the ``ActivityStarted`` event to append.
+) -> tuple[str, dict[str, Any]]:
+    """Start an activity the current workflow task has just scheduled, leased to this
+    process, to run once that transaction commits; returns its ``ActivityStarted`` event.
     """
-    claimed = tasks.claim(
-        task, owner=worker_id(), now=now, lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS
-    )
-    if claimed is None or claimed.lease_id is None:
-        dispatch.enqueue(task)
-        return None
-    lease, started = _begin(run, claimed, execution, now=now)
+    lease, started = _begin(run, task, execution, now=now)
     eager.offer(eager.ACTIVITY, lease)
     return started
 
@@ -241,7 +237,7 @@ def non_retryable(exc: BaseException, declared: list[str]) -> bool:
 def _settle(lease: Lease, ok: bool, value: Any) -> str:
     now = clock.now()
     execution = lease.execution
-    with transaction.atomic():
+    with transaction.atomic(), batched(WorkflowRun):
         run = runs.lock_run(lease.run_id)
         if run is None:
             return "stale"
@@ -277,14 +273,15 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         }
         if info is None:
             outcome = "completed"
+            # Reads first: the writes below then travel together with the commit.
+            follow_up = wake_workflow(run, now=now, eager=_eager_ok(run, execution))
+            if follow_up is not None:
+                eager.offer(eager.WORKFLOW, follow_up)
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
             activities.close_execution(
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
-            follow_up = wake_workflow(run, now=now, eager=_eager_ok(run, execution))
-            if follow_up is not None:
-                eager.offer(eager.WORKFLOW, follow_up)
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)

@@ -83,24 +83,23 @@ def drain() -> None:
 # ---------------------------------------------------------------- activities
 
 
-def hold(run: RunRecord, task: TaskRecord, execution: ActivityRecord) -> bool:
-    """Keep the activity task just created for this process instead of publishing it.
+def wanted(run: RunRecord, execution: Any) -> bool:
+    """Should this process run the activity just scheduled (if none is kept yet)?"""
+    return _state.held is None and _activity_ok(run, execution)
 
-    At most one per workflow task; ``False`` means: publish it.
-    """
-    if _state.held is not None or not _activity_ok(run, execution):
-        return False
+
+def keep(task: TaskRecord, execution: ActivityRecord) -> None:
+    """Remember the activity task this workflow task leased for this process."""
     _state.held = (task, execution)
-    return True
 
 
 def take_held() -> tuple[TaskRecord, ActivityRecord] | None:
-    """The activity task kept by :func:`hold` in this workflow task (and forget it)."""
+    """The activity task kept in this workflow task (and forget it)."""
     held, _state.held = _state.held, None
     return held
 
 
-def _activity_ok(run: RunRecord, execution: ActivityRecord) -> bool:
+def _activity_ok(run: RunRecord, execution: Any) -> bool:
     settings = get_settings()
     return bool(
         settings.EAGER_ACTIVITIES

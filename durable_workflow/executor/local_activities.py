@@ -66,7 +66,9 @@ def begin_attempt(
         raise DurableWorkflowError(f"no local activity execution at step {request.step}")
     expires = _lease_until(now)
     assert task.lease_id is not None
-    tasks.renew_lease(task.id, task.lease_id, task.lease_generation, until=expires)
+    # The caller holds the run lock and this task's lease (claimed or checked in this
+    # transaction), so the renewal needs no answer.
+    tasks.renew_lease(task.id, task.lease_id, task.lease_generation, until=expires, checked=False)
     attempt_id, number = activities.start_attempt(
         execution,
         task_id=task.id,

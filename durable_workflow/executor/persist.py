@@ -19,11 +19,13 @@ from durable_workflow.exceptions import StructuralLimitExceeded
 from durable_workflow.executor import dispatch, eager, streams
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
+from durable_workflow.executor.common import worker_id
 from durable_workflow.executor.timeouts import schedule_deadlines
 from durable_workflow.models import (
     ActivityStatus,
     AttemptStatus,
     RunStatus,
+    TaskStatus,
     TaskType,
     UpdateStatus,
 )
@@ -34,10 +36,16 @@ from durable_workflow.store.records import RunRecord
 Event = tuple[str, dict[str, Any]]
 
 
-def persist(run: RunRecord, new: list[c.Command], *, now: dt.datetime) -> list[Event]:
-    """Rows and events for the task's new commands; raises ``StructuralLimitExceeded``."""
+def persist(
+    run: RunRecord, new: list[c.Command], *, now: dt.datetime, eager_ok: bool = False
+) -> list[Event]:
+    """Rows and events for the task's new commands; raises ``StructuralLimitExceeded``.
+
+    With ``eager_ok`` one activity this process should run itself is inserted leased
+    to it (see :mod:`durable_workflow.executor.eager`) instead of being published.
+    """
     events: list[Event] = []
-    batch = _ActivityBatch(run, now)
+    batch = _ActivityBatch(run, now, eager_ok)
     for command in new:
         if type(command) is c.ScheduleActivity:
             events += batch.add(command)
@@ -53,8 +61,8 @@ class _ActivityBatch:
     """Consecutive activities of one task, inserted two statements at a time (a fan-out
     of a thousand costs two inserts, not two thousand); events keep the body's order."""
 
-    def __init__(self, run: RunRecord, now: dt.datetime) -> None:
-        self.run, self.now = run, now
+    def __init__(self, run: RunRecord, now: dt.datetime, eager_ok: bool) -> None:
+        self.run, self.now, self.eager_ok = run, now, eager_ok
         self.executions: list[Any] = []
         self.tasks: list[Any] = []
 
@@ -98,6 +106,14 @@ class _ActivityBatch:
             payload={"worker_session_id": session_id} if session_id else None,
             compatibility=run.compatibility,
         )
+        if self.eager_ok and eager.wanted(run, execution):
+            self.eager_ok = False
+            task = tasks.lease_new(
+                task,
+                owner=worker_id(),
+                now=now,
+                lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS,
+            )
         self.tasks.append(task)
         payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
         if session_id:
@@ -109,8 +125,9 @@ class _ActivityBatch:
             return
         records = {r.id: r for r in activities.save_executions(self.executions)}
         for task in tasks.save_tasks(self.tasks):
-            execution = records[task.activity_execution_id]
-            if not eager.hold(self.run, task, execution):
+            if task.status == TaskStatus.LEASED:
+                eager.keep(task, records[task.activity_execution_id])
+            else:
                 dispatch.enqueue(task)
         self.executions, self.tasks = [], []
 

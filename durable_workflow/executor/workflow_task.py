@@ -48,9 +48,11 @@ from durable_workflow.models import (
     FailureCategory,
     RunStatus,
     TaskStatus,
+    WorkflowRun,
 )
 from durable_workflow.store import commands, history, runs, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
+from durable_workflow.store.sql import batched
 
 logger = logging.getLogger("durable_workflow")
 
@@ -88,7 +90,7 @@ def run_once(task_id: Any) -> str:
 @retry_when_locked
 def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
-    with transaction.atomic():
+    with transaction.atomic(), batched(WorkflowRun):
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY:
             return "skipped"
@@ -135,7 +137,7 @@ def _start(task_id: Any) -> str | _Pending:
 def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
     now = clock.now()
     lease = pending.lease
-    with transaction.atomic():
+    with transaction.atomic(), batched(WorkflowRun):
         run = runs.lock_run(lease.run_id)
         task = lease.task
         assert task.lease_id is not None
@@ -215,14 +217,17 @@ def _advance(
             if closing is None:
                 # A warm runtime needs only the events after the ones it has seen.
                 runtime.feed(history.load_history(run.id, after_sequence=runtime.last_sequence))
-                events = persist(run, runtime.take_commands(), now=now)
+                running = runtime.closed is None and not runtime.local_requests
+                events = persist(run, runtime.take_commands(), now=now, eager_ok=running)
             else:
                 events, runtime.closed = [], closing
             if runtime.closed is not None:
                 events += close(run, runtime.closed, now=now)
             else:
                 run.set(status=RunStatus.WAITING)
-            events += _start_held_activity(run, runtime, now=now)
+            held = eager.take_held()  # an activity persist leased to this process
+            if held is not None:
+                events.append(start_eagerly(run, *held, now=now))
             lifecycle.append(run, events, now=now)
             boundary = run.next_sequence - 1
             run.set(last_progress_at=now, workflow_task_sequence=boundary)
@@ -244,20 +249,6 @@ def _advance(
         finally:
             if not keep:
                 runtime.dispose()
-
-
-def _start_held_activity(
-    run: RunRecord, runtime: WorkflowRuntime, *, now: dt.datetime
-) -> list[tuple[str, dict[str, Any]]]:
-    """Claim the activity persist kept for this process; publish it if the body moved on."""
-    held = eager.take_held()
-    if held is None:
-        return []
-    if runtime.closed is not None or runtime.local_requests:
-        dispatch.enqueue(held[0])
-        return []
-    started = start_eagerly(run, *held, now=now)
-    return [started] if started else []
 
 
 def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:

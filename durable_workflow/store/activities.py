@@ -83,7 +83,7 @@ def build_execution(
 
 def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
     """Insert built executions in one statement."""
-    _EXECUTIONS.insert(sql.values(row) for row in rows)
+    _EXECUTIONS.insert((sql.values(row) for row in rows), defer=True)
     return [_record(row) for row in rows]
 
 
@@ -115,7 +115,7 @@ def start_attempt(
         retry_reason=retry_reason,
         started_at=now,
     )
-    _ATTEMPTS.insert([sql.values(attempt)])
+    _ATTEMPTS.insert([sql.values(attempt)], defer=True)
     _EXECUTIONS.update(
         {
             "status": ActivityStatus.RUNNING,
@@ -125,6 +125,7 @@ def start_attempt(
             "schedule_to_start_deadline_at": None,
         },
         [("id", "=", execution.id)],
+        defer=True,
     )
     return attempt.id, number
 
@@ -135,14 +136,18 @@ def close_attempt(
     where: list[sql.Condition] = [("id", "=", attempt_id)]
     if only_running:
         where.append(("status", "=", AttemptStatus.RUNNING))
-    _ATTEMPTS.update({"status": status, "closed_at": now, "lease_expires_at": None}, where)
+    _ATTEMPTS.update(
+        {"status": status, "closed_at": now, "lease_expires_at": None}, where, defer=True
+    )
 
 
 def close_execution(
     execution_id: uuid.UUID, status: str, *, now: dt.datetime, result: Any = None
 ) -> None:
     _EXECUTIONS.update(
-        {"status": status, "result": result, "closed_at": now}, [("id", "=", execution_id)]
+        {"status": status, "result": result, "closed_at": now},
+        [("id", "=", execution_id)],
+        defer=True,
     )
 
 
@@ -217,8 +222,10 @@ def expire_attempt(attempt_id: uuid.UUID | None, *, now: dt.datetime) -> None:
 
 
 def execution_at_step(run_id: uuid.UUID, step: int) -> ActivityRecord | None:
-    row = ActivityExecution.objects.filter(run_id=run_id, sequence=step).first()
-    return _record(row) if row else None
+    rows = _EXECUTIONS.select(
+        _FIELDS, [("run_id", "=", run_id), ("sequence", "=", step)], order_by="id", limit=1
+    )
+    return ActivityRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
 
 
 def expired_attempt_count(execution_id: uuid.UUID) -> int:

@@ -57,6 +57,6 @@ def append_events(
         appended.append(Event(sequence=sequence, event_type=kind, payload=payload, recorded_at=now))
         size += len(json.dumps(payload, separators=(",", ":")))
         sequence += 1
-    _EVENTS.insert(rows)
+    _EVENTS.insert(rows, defer=True)
     run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)
     return appended

@@ -148,7 +148,7 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
         return
     changes = {name: getattr(run, name) for name in sorted(run.dirty)}
     changes["updated_at"] = now
-    _RUNS.update(changes, [("id", "=", run.id)])
+    _RUNS.update(changes, [("id", "=", run.id)], defer=True)
     if "status" in run.dirty and run.status in TERMINAL_RUN_STATUSES:
         # The instance mirrors its current run's status only when it closes;
         # flips between pending and waiting would cost a write per step.

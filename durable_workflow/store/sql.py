@@ -9,13 +9,21 @@ back is exactly what the ORM would store and read, on PostgreSQL and SQLite.
 
 Only the store modules use this, and only for statements on a known shape;
 everything else stays ORM.
+
+On PostgreSQL a transaction can also *defer* writes nobody reads the outcome of
+(inside :func:`batched`): they are sent together, as one multi-statement query,
+right before the next statement of any kind or at the end of the block, so a
+step's dozen inserts and updates cost one round trip. The order of statements
+is unchanged, and an error still surfaces before the transaction commits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from django.db import connections, router
@@ -28,6 +36,22 @@ class Add:
 
     amount: int
 
+
+#: Values that text, integer and boolean fields pass to the driver unchanged.
+_AS_IS = frozenset({str, int, bool})
+_PLAIN_TYPES = frozenset(
+    {
+        "CharField",
+        "TextField",
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "PositiveBigIntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "BooleanField",
+    }
+)
 
 #: A condition: (field name, operator, value); the operator is ``=``, ``<=``,
 #: ``>``, ``<>``, ``IN`` (value: a sequence) or ``IS NULL`` (value ignored).
@@ -70,8 +94,11 @@ class Table:
     def exists(self, where: Sequence[Condition]) -> bool:
         return bool(self.select(["id"], where, limit=1))
 
-    def update(self, changes: dict[str, Any], where: Sequence[Condition]) -> int:
-        """Set ``changes`` (values, or :class:`Add`) on the matching rows; the row count."""
+    def update(
+        self, changes: dict[str, Any], where: Sequence[Condition], *, defer: bool = False
+    ) -> int | None:
+        """Set ``changes`` (values, or :class:`Add`) on the matching rows; the row count
+        (``None`` when ``defer`` let the statement wait for the next round trip)."""
         conn = self.connection()
         names = tuple(changes)
         adds = tuple(name for name, value in changes.items() if isinstance(value, Add))
@@ -80,11 +107,14 @@ class Table:
             value.amount if isinstance(value, Add) else self._prep(name, value, conn)
             for name, value in changes.items()
         ]
+        params += self._where_params(where, conn)
+        if defer and _defer(conn, sql, params):
+            return None
         with conn.cursor() as cursor:
-            cursor.execute(sql, params + self._where_params(where, conn))
+            cursor.execute(sql, params)
             return int(cursor.rowcount)
 
-    def insert(self, rows: Iterable[dict[str, Any]]) -> None:
+    def insert(self, rows: Iterable[dict[str, Any]], *, defer: bool = False) -> None:
         """Insert rows that all name the same fields (in batches the backend accepts)."""
         rows = list(rows)
         if not rows:
@@ -92,11 +122,13 @@ class Table:
         conn = self.connection()
         names = tuple(rows[0])
         per_batch = max(1, min(len(rows), _max_params(conn) // len(names)))
-        with conn.cursor() as cursor:
-            for start in range(0, len(rows), per_batch):
-                batch = rows[start : start + per_batch]
-                params = [self._prep(name, row[name], conn) for row in batch for name in names]
-                cursor.execute(self._insert_sql(names, len(batch)), params)
+        for start in range(0, len(rows), per_batch):
+            batch = rows[start : start + per_batch]
+            params = [self._prep(name, row[name], conn) for row in batch for name in names]
+            sql = self._insert_sql(names, len(batch))
+            if not (defer and _defer(conn, sql, params)):
+                with conn.cursor() as cursor:
+                    cursor.execute(sql, params)
 
     # ----------------------------------------------------------------- pieces
 
@@ -104,7 +136,18 @@ class Table:
         return _quote(self.meta.get_field(name).column)
 
     def _prep(self, name: str, value: Any, conn: Any) -> Any:
+        if value is None or (type(value) in _AS_IS and name in self._plain):
+            return value  # what the field would hand the driver anyway
         return self.meta.get_field(name).get_db_prep_save(value, conn)
+
+    @functools.cached_property
+    def _plain(self) -> frozenset[str]:
+        """Text, integer and boolean columns (by name and attribute name)."""
+        names = set()
+        for field in self.meta.concrete_fields:
+            if field.get_internal_type() in _PLAIN_TYPES:
+                names.update({field.name, field.attname})
+        return frozenset(names)
 
     @staticmethod
     def _shape(where: Sequence[Condition]) -> tuple[tuple[str, str, int], ...]:
@@ -182,6 +225,83 @@ class Table:
             if found:
                 out.append((index, found, col))
         return out
+
+
+class _Deferred(threading.local):
+    def __init__(self) -> None:
+        self.alias: str | None = None
+        self.statements: list[str] = []
+        self.params: list[Any] = []
+        self.flushing = False
+
+
+_deferred = _Deferred()
+
+
+@contextlib.contextmanager
+def batched(model: type[Model]) -> Iterator[None]:
+    """Let writes marked ``defer`` wait and go out together (PostgreSQL with client-side
+    binding, Django's default; elsewhere every statement runs at once).
+
+    Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
+    """
+    conn = connections[router.db_for_write(model)]
+    usable = (
+        conn.vendor == "postgresql"
+        and conn.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
+        and _deferred.alias is None
+    )
+    if not usable:
+        yield
+        return
+    _deferred.alias = conn.alias
+    try:
+        with conn.execute_wrapper(_flush_first):
+            yield
+            flush()
+    finally:
+        _deferred.alias = None
+        _deferred.statements, _deferred.params = [], []
+
+
+def flush() -> None:
+    """Send the deferred writes now (one round trip)."""
+    if not _deferred.statements or _deferred.flushing or _deferred.alias is None:
+        return
+    statements, params = _deferred.statements, _deferred.params
+    _deferred.statements, _deferred.params = [], []
+    _deferred.flushing = True
+    try:
+        with connections[_deferred.alias].cursor() as cursor:
+            cursor.execute(";\n".join(statements), params)
+    finally:
+        _deferred.flushing = False
+
+
+def _defer(conn: Any, sql: str, params: list[Any]) -> bool:
+    if _deferred.alias != conn.alias:
+        return False
+    _deferred.statements.append(sql)
+    _deferred.params.extend(params)
+    return True
+
+
+_SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
+
+
+def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    """Any other statement on the connection runs after the deferred writes.
+
+    Savepoint statements (``atomic()`` blocks) have no result anyone reads: they
+    join the deferred writes, in order.
+    """
+    if _deferred.flushing:
+        return execute(sql, params, many, context)
+    if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
+        _deferred.statements.append(sql)
+        return None
+    flush()
+    return execute(sql, params, many, context)
 
 
 def _converted(row: Sequence[Any], convert: list[tuple[int, list[Any], Any]], conn: Any) -> list:

@@ -91,9 +91,21 @@ def build_task(
     )
 
 
+def lease_new(row: Task, *, owner: str, now: dt.datetime, lease_seconds: int) -> Task:
+    """A built task, leased at birth to ``owner`` (its first claim)."""
+    row.status = TaskStatus.LEASED
+    row.lease_owner = owner
+    row.lease_id = uuid.uuid4()
+    row.lease_generation = 1
+    row.attempt_count = 1
+    row.leased_at = now
+    row.lease_expires_at = now + dt.timedelta(seconds=lease_seconds)
+    return row
+
+
 def save_tasks(rows: list[Task]) -> list[TaskRecord]:
     """Insert built tasks in one statement."""
-    _TASKS.insert(sql.values(row) for row in rows)
+    _TASKS.insert((sql.values(row) for row in rows), defer=True)
     return [_record(row) for row in rows]
 
 
@@ -193,14 +205,26 @@ def note_error(task_id: uuid.UUID, error: str, *, now: dt.datetime) -> None:
 
 
 def renew_lease(
-    task_id: uuid.UUID, lease_id: uuid.UUID, generation: int, *, until: dt.datetime
+    task_id: uuid.UUID,
+    lease_id: uuid.UUID,
+    generation: int,
+    *,
+    until: dt.datetime,
+    checked: bool = True,
 ) -> bool:
-    return bool(_TASKS.update({"lease_expires_at": until}, _held(task_id, lease_id, generation)))
+    """Extend a held lease; ``False`` if it is no longer held. ``checked=False``: the
+    caller knows it holds the lease (its run lock and a check in this transaction), the
+    answer is always ``True`` and the statement may be deferred."""
+    changes, where = {"lease_expires_at": until}, _held(task_id, lease_id, generation)
+    if not checked:
+        _TASKS.update(changes, where, defer=True)
+        return True
+    return bool(_TASKS.update(changes, where))
 
 
 def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = "") -> None:
     changes = {"status": status, "lease_expires_at": None, "last_error": error[:10000]}
-    _TASKS.update({**changes, "updated_at": now}, [("id", "=", task_id)])
+    _TASKS.update({**changes, "updated_at": now}, [("id", "=", task_id)], defer=True)
 
 
 def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> int:

@@ -1,0 +1,146 @@
+"""The hot path's hand-built statements store and read exactly what the ORM does."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from durable_workflow import clock
+from durable_workflow.models import HistoryEvent, Task, WorkflowRun
+from durable_workflow.store import sql, tasks
+from tests.integration.helpers import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASKS = sql.Table(Task)
+EVENTS = sql.Table(HistoryEvent)
+
+
+@pytest.fixture
+def run_id(inline) -> uuid.UUID:
+    return uuid.UUID(start("tests.sequential", "sql-1", "ada").run_id())
+
+
+def built(run_id: uuid.UUID, **fields) -> Task:
+    return tasks.build_task(
+        run_id=run_id,
+        task_type="activity",
+        available_at=clock.now(),
+        queue="celery",
+        connection=None,
+        now=clock.now(),
+        payload={"nested": {"list": [1, "two", None], "flag": True}},
+        compatibility=None,
+        **fields,
+    )
+
+
+def test_an_inserted_row_reads_back_through_the_orm_unchanged(run_id):
+    row = built(run_id)
+    TASKS.insert([sql.values(row)])
+    stored = Task.objects.get(id=row.id)
+    for field in Task._meta.concrete_fields:
+        assert getattr(stored, field.attname) == getattr(row, field.attname), field.name
+
+
+def test_select_converts_like_the_orm(run_id):
+    row = built(run_id)
+    row.save()
+    names = ("id", "run_id", "payload", "available_at", "lease_id", "attempt_count")
+    (values,) = TASKS.select(names, [("id", "=", row.id)])
+    orm = Task.objects.values_list(*names).get(id=row.id)
+    assert tuple(values) == orm
+    assert isinstance(values[0], uuid.UUID) and values[2]["nested"]["list"] == [1, "two", None]
+    assert values[3].tzinfo is not None
+
+
+def test_string_keys_and_every_operator(run_id):
+    first, second = built(run_id), built(run_id)
+    first.save()
+    second.save()
+    later = clock.now() + dt.timedelta(hours=1)
+    where = [
+        ("run_id", "=", str(run_id)),  # a string id matches like a UUID does
+        ("id", "IN", [str(first.id), second.id]),
+        ("id", "<>", second.id),
+        ("available_at", "<=", later),
+        ("lease_id", "IS NULL", None),
+    ]
+    assert [r[0] for r in TASKS.select(["id"], where)] == [first.id]
+    changed = TASKS.update(
+        {"attempt_count": sql.Add(2), "last_error": "x", "lease_expires_at": later}, where
+    )
+    assert changed == 1
+    first.refresh_from_db()
+    assert (first.attempt_count, first.last_error, first.lease_expires_at) == (2, "x", later)
+    assert not TASKS.exists([("id", "=", uuid.uuid4())])
+
+
+def test_insert_splits_batches_the_backend_accepts(run_id):
+    rows = [
+        {
+            "run_id": run_id,
+            "sequence": 10_000 + n,
+            "event_type": "SideEffectRecorded",
+            "payload": {"n": n},
+            "recorded_at": clock.now(),
+        }
+        for n in range(450)  # 2,250 parameters: over SQLite's 999
+    ]
+    EVENTS.insert(rows)
+    assert HistoryEvent.objects.filter(run_id=run_id, sequence__gte=10_000).count() == 450
+
+
+def test_deferred_writes_travel_together_and_in_order(run_id):
+    """On PostgreSQL; on SQLite the same block runs statement by statement."""
+    first, second = built(run_id), built(run_id)
+    sent: list[str] = []
+
+    def record(execute, statement, params, many, context):  # what reaches the driver
+        sent.append(statement)
+        return execute(statement, params, many, context)
+
+    with transaction.atomic(), sql.batched(WorkflowRun), connection.execute_wrapper(record):
+        TASKS.insert([sql.values(first)], defer=True)
+        TASKS.update({"last_error": "then"}, [("id", "=", first.id)], defer=True)
+        with transaction.atomic():  # its savepoint statements wait too
+            TASKS.insert([sql.values(second)], defer=True)
+        # A read sends what waits first, then runs: it sees both rows.
+        found = TASKS.select(["id", "last_error"], [("run_id", "=", run_id)])
+        assert {tuple(r) for r in found} >= {(first.id, "then"), (second.id, "")}
+        TASKS.update({"last_error": "last"}, [("id", "=", second.id)], defer=True)
+    assert Task.objects.get(id=second.id).last_error == "last"
+    if connection.vendor == "postgresql":
+        assert len(sent) == 2, sent  # one batch of five statements, then the read
+        assert sent[0].count("INSERT INTO") == 2 and sent[0].count("SAVEPOINT") == 2
+    else:  # every statement on its own
+        assert len(sent) == 7, sent
+
+
+def test_a_failing_deferred_write_fails_the_transaction(run_id):
+    row = built(run_id)
+    with pytest.raises(IntegrityError), transaction.atomic(), sql.batched(WorkflowRun):
+        TASKS.insert([sql.values(row)], defer=True)
+        TASKS.insert([sql.values(row)], defer=True)  # the same id twice
+    assert not Task.objects.filter(id=row.id).exists()
+
+
+def test_a_rolled_back_savepoint_takes_its_deferred_writes_along(run_id):
+    kept, dropped = built(run_id), built(run_id)
+    with transaction.atomic(), sql.batched(WorkflowRun):
+        TASKS.insert([sql.values(kept)], defer=True)
+        with pytest.raises(RuntimeError), transaction.atomic():
+            TASKS.insert([sql.values(dropped)], defer=True)
+            raise RuntimeError("undo")
+    assert Task.objects.filter(id=kept.id).exists()
+    assert not Task.objects.filter(id=dropped.id).exists()
+
+
+def test_outside_a_batch_a_deferred_write_runs_at_once(run_id):
+    row = built(run_id)
+    with transaction.atomic():
+        TASKS.insert([sql.values(row)], defer=True)
+        assert Task.objects.filter(id=row.id).exists()

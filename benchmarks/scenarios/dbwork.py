@@ -14,8 +14,9 @@ counters around each:
 * time: wall and CPU time of the task, to show how replay cost grows.
 
 Then the same counters for whole *eager* steps (the default): one message runs
-a workflow task and chains activity, workflow task, activity... in the same
-process, counted per step at the start of a run and after 1,000 events.
+a workflow task, then the activity it leased to its own process, whose settle
+transaction runs the workflow's next step and leases the next activity, and so
+on; counted per step at the start of a run and after 1,000 events.
 """
 
 from __future__ import annotations
@@ -240,13 +241,13 @@ def _eager_steps(run_id: Any) -> dict[str, Any]:
     def events() -> int:
         return WorkflowRun.objects.values_list("next_sequence", flat=True).get(id=run_id) - 1
 
-    # A message: the workflow task, then (activity, workflow task) * (EAGER_STEPS - 1)
-    # and the last activity; its settle publishes the next workflow task.
+    # A message: the workflow task, then EAGER_STEPS activities, each settled in the
+    # transaction that runs the workflow's next step (the last one publishes it).
     engine = {
         **settings.DURABLE_WORKFLOW,
         "EAGER_WORKFLOW_TASKS": True,
         "EAGER_ACTIVITIES": True,
-        "EAGER_CHAIN_LIMIT": 2 * EAGER_STEPS - 1,
+        "EAGER_CHAIN_LIMIT": EAGER_STEPS,
     }
     with override_settings(DURABLE_WORKFLOW=engine):
         task = Task.objects.get(run_id=run_id, task_type="workflow", status="ready")

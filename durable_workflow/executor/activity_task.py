@@ -235,6 +235,8 @@ def non_retryable(exc: BaseException, declared: list[str]) -> bool:
 
 @retry_when_locked
 def _settle(lease: Lease, ok: bool, value: Any) -> str:
+    from durable_workflow.executor import workflow_task  # it imports this module
+
     now = clock.now()
     execution = lease.execution
     with transaction.atomic(), batched(WorkflowRun):
@@ -273,20 +275,33 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         }
         if info is None:
             outcome = "completed"
-            # Reads first: the writes below then travel together with the commit.
-            follow_up = wake_workflow(run, now=now, eager=_eager_ok(run, execution))
-            if follow_up is not None:
-                eager.offer(eager.WORKFLOW, follow_up)
+            # Reads first, so that the writes below travel together (store.sql.batched).
+            eager_ok = _eager_ok(run, execution)
+            here = eager_ok and workflow_task.may_continue_here(run, now=now)
+            if not here:
+                _wake(run, now=now, eager_ok=eager_ok)
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
             activities.close_execution(
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
+            if here:
+                # The workflow goes on in this very transaction: one per step.
+                lifecycle.append(run, events, now=now)
+                events = []
+                if not workflow_task.continue_here(run, now=now):
+                    _wake(run, now=now, eager_ok=True)
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
+
+
+def _wake(run: Any, *, now: dt.datetime, eager_ok: bool) -> None:
+    follow_up = wake_workflow(run, now=now, eager=eager_ok)
+    if follow_up is not None:
+        eager.offer(eager.WORKFLOW, follow_up)
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

@@ -32,6 +32,7 @@ logger = logging.getLogger("durable_workflow")
 
 WORKFLOW = "workflow"
 ACTIVITY = "activity"
+PENDING = "pending"  # a workflow task paused for a local activity
 
 
 class _State(threading.local):
@@ -70,6 +71,8 @@ def drain() -> None:
             try:
                 if kind == WORKFLOW:
                     workflow_task.run_once(value)
+                elif kind == PENDING:
+                    workflow_task.finish_pending(value)
                 else:
                     activity_task.run_claimed(value)
             except Exception:  # the row stays as it is: lease expiry or repair take over

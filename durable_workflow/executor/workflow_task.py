@@ -38,7 +38,12 @@ from durable_workflow.executor import (
 )
 from durable_workflow.executor.activity_task import start_eagerly
 from durable_workflow.executor.children import report_children
-from durable_workflow.executor.common import engine_limits, orm_guard, retry_when_locked, worker_id
+from durable_workflow.executor.common import (
+    engine_limits,
+    orm_guard,
+    retry_when_locked,
+    worker_id,
+)
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.streams import deliver_pending
@@ -48,6 +53,7 @@ from durable_workflow.models import (
     FailureCategory,
     RunStatus,
     TaskStatus,
+    TaskType,
     WorkflowRun,
 )
 from durable_workflow.store import commands, history, runs, tasks
@@ -80,7 +86,11 @@ def run_workflow_task(task_id: Any) -> str:
 
 def run_once(task_id: Any) -> str:
     """One workflow task, without the follow-ups it hands to this process."""
-    outcome = _start(task_id)
+    return finish_pending(_start(task_id))
+
+
+def finish_pending(outcome: str | _Pending) -> str:
+    """Run the local activities a workflow task pauses for, one after the other."""
     while isinstance(outcome, _Pending):
         ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
         outcome = _resume(outcome, ok, value)
@@ -155,6 +165,56 @@ def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
             runs.save_run(run, now=now)
             return "retrying"
         return _advance_and_settle(run, task, pending.runtime, now=now)
+
+
+def may_continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
+    """Can the workflow task an activity result wakes run inside the settling transaction?
+
+    Not when a workflow task is ready already (it may carry news to absorb) or a
+    run deadline has passed (the regular task times the run out).
+    """
+    return tasks.ready_workflow_task(run.id) is None and expired_deadline(run, now) is None
+
+
+def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
+    """Run the woken workflow task in the caller's transaction (it holds the run lock and
+    has just recorded the activity's outcome): one transaction for the whole step.
+
+    The task row is inserted leased to this process and settled with the rest. On an
+    unexpected error its savepoint is rolled back, ``run`` is put back as it was, and
+    ``False`` tells the caller to wake the workflow the regular way.
+    """
+    before = dataclasses.replace(run, dirty=set(run.dirty))
+    try:
+        with transaction.atomic():
+            row = tasks.build_task(
+                run_id=run.id,
+                task_type=TaskType.WORKFLOW,
+                available_at=now,
+                queue=run.queue,
+                connection=run.connection,
+                now=now,
+                compatibility=run.compatibility,
+                **affinity.inherited(run, now=now),
+            )
+            mode, _ = affinity.decide(tasks.record_of(row), now=now)
+            tasks.lease_new(
+                row,
+                owner=worker_id(),
+                now=now,
+                lease_seconds=get_settings().WORKFLOW_TASK_LEASE_SECONDS,
+                replay_mode=mode,
+            )
+            (task,) = tasks.save_tasks([row])
+            outcome = _advance_and_settle(run, task, _runtime_for(run), now=now)
+    except Exception:
+        logger.exception("workflow task of run %s could not continue in place", run.id)
+        for field in dataclasses.fields(before):
+            setattr(run, field.name, getattr(before, field.name))
+        return False
+    if isinstance(outcome, _Pending):
+        eager.offer(eager.PENDING, outcome)
+    return True
 
 
 def _runtime_for(run: RunRecord) -> WorkflowRuntime:

@@ -45,6 +45,9 @@ def _record(row: Task) -> TaskRecord:
     return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
+record_of = _record
+
+
 def _first(where: list[sql.Condition], **options: Any) -> TaskRecord | None:
     rows = _TASKS.select(_FIELDS, where, limit=1, **options)
     return TaskRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
@@ -91,8 +94,17 @@ def build_task(
     )
 
 
-def lease_new(row: Task, *, owner: str, now: dt.datetime, lease_seconds: int) -> Task:
+def lease_new(
+    row: Task,
+    *,
+    owner: str,
+    now: dt.datetime,
+    lease_seconds: int,
+    replay_mode: str | None = None,
+) -> Task:
     """A built task, leased at birth to ``owner`` (its first claim)."""
+    if replay_mode:
+        row.sticky_replay_mode, row.sticky_claimed_at = replay_mode, now
     row.status = TaskStatus.LEASED
     row.lease_owner = owner
     row.lease_id = uuid.uuid4()

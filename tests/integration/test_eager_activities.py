@@ -7,6 +7,7 @@ so anything not run in place shows up as a published message.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from typing import Any
 
 import pytest
@@ -80,6 +81,13 @@ def test_a_sequential_workflow_runs_to_the_end_in_one_message(recorder):
     assert {event["lease_owner"] for event in started} == {worker_id()}
     assert {t.status for t in tasks_of(stub)} == {"completed"}
     assert ActivityAttempt.objects.filter(execution__run_id=stub.run_id()).count() == 5
+    # Each result and the workflow's next step were recorded by one transaction.
+    history = stub.history()
+    for event, following in itertools.pairwise(history):
+        if event.event_type == "ActivityCompleted":
+            assert following.recorded_at == event.recorded_at
+    workflow_tasks = tasks_of(stub, "workflow")
+    assert len(workflow_tasks) == 6 and {t.lease_owner for t in workflow_tasks} == {worker_id()}
 
 
 def test_the_schedule_and_the_start_commit_together(recorder):
@@ -105,8 +113,9 @@ def test_the_chain_limit_hands_the_rest_to_the_broker(recorder):
         stub = start("tests.many-steps", "eager-3", 5)
         executor.run_workflow_task(first_task(stub).id)
         assert stub.refresh().status() == "pending"  # a workflow task is due
-        # Three follow-ups ran (activity, workflow task, activity); the next one was published.
-        assert event_types(stub).count("ActivityCompleted") == 2
+        # Three follow-ups ran (three activities, each settled with the workflow's next
+        # step); the third result's workflow task was published.
+        assert event_types(stub).count("ActivityCompleted") == 3
         published = [t for t in tasks_of(stub) if t.status == "ready"]
         assert len(published) == 1 and sent(recorder, published[0].task_type) >= 1
         while stub.refresh().status() != "completed":
@@ -118,6 +127,25 @@ def test_the_chain_limit_hands_the_rest_to_the_broker(recorder):
             )
             runner(ready.id)
     assert stub.output() == 10
+
+
+def test_a_workflow_task_that_cannot_continue_in_place_is_published(recorder, monkeypatch):
+    calls = []
+    real = workflow_task._advance_and_settle
+
+    def broken_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the first in-place continuation
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workflow_task, "_advance_and_settle", broken_once)
+    stub = start("tests.many-steps", "eager-fallback", 3)
+    executor.run_workflow_task(first_task(stub).id)
+    assert stub.refresh().status() == "completed" and stub.output() == 3
+    sequences = [event.sequence for event in stub.history()]
+    assert sequences == list(range(1, len(sequences) + 1))
+    assert event_types(stub).count("ActivityCompleted") == 3
 
 
 def test_a_fan_out_publishes_all_but_one(recorder):
@@ -158,7 +186,7 @@ def test_a_failed_eager_attempt_retries_through_the_broker(recorder):
     assert stub.refresh().status() == "completed" and stub.output() == "ok after 2"
 
 
-def test_an_eager_step_costs_two_transactions(recorder, monkeypatch):
+def test_an_eager_step_costs_one_transaction(recorder, monkeypatch):
     commits = []
     real_commit = connection.commit
     monkeypatch.setattr(connection, "commit", lambda: commits.append(1) or real_commit())
@@ -174,10 +202,11 @@ def test_an_eager_step_costs_two_transactions(recorder, monkeypatch):
                 executor.run_workflow_task(ready.id)
             steps = event_types(stub).count("ActivityCompleted") - before
             counts.append((len(queries.captured_queries), len(commits), steps))
-    # One message: a workflow task and seven follow-ups, i.e. four whole steps, each
-    # one workflow-task transaction and one settle transaction, the same statements.
+    # One message: a workflow task and seven activities, each settled in the transaction
+    # that also runs the workflow's next step; the same statements each time.
     assert counts[0] == counts[1]
     statements, transactions, steps = counts[0]
-    assert steps == 4 and transactions == 2 * steps
-    print("statements per eager step:", statements / steps)
-    assert statements <= 31 * steps, statements / steps
+    assert steps == 7 and transactions == steps + 1
+    # On PostgreSQL the writes nobody reads back share a round trip (store.sql.batched).
+    limit = 16 if connection.vendor == "postgresql" else 25
+    assert statements <= limit * steps, statements / steps

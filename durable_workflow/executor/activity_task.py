@@ -276,10 +276,13 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         if info is None:
             outcome = "completed"
             # Reads first, so that the writes below travel together (store.sql.batched).
-            eager_ok = _eager_ok(run, execution)
-            here = eager_ok and workflow_task.may_continue_here(run, now=now)
-            if not here:
-                _wake(run, now=now, eager_ok=eager_ok)
+            here = False
+            if tasks.ready_workflow_task(run.id) is not None:
+                wake_workflow(run, now=now, ready=True)  # that task reads this result too
+            else:
+                here = _eager_ok(run, execution)
+                if not here:
+                    wake_workflow(run, now=now, ready=False)
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
             activities.close_execution(
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
@@ -290,18 +293,14 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 lifecycle.append(run, events, now=now)
                 events = []
                 if not workflow_task.continue_here(run, now=now):
-                    _wake(run, now=now, eager_ok=True)
+                    follow_up = wake_workflow(run, now=now, eager=True)  # here, after commit
+                    if follow_up is not None:
+                        eager.offer(eager.WORKFLOW, follow_up)
         else:
             outcome, events = _fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
-
-
-def _wake(run: Any, *, now: dt.datetime, eager_ok: bool) -> None:
-    follow_up = wake_workflow(run, now=now, eager=eager_ok)
-    if follow_up is not None:
-        eager.offer(eager.WORKFLOW, follow_up)
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

@@ -72,17 +72,22 @@ def retry_when_locked(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def wake_workflow(run: RunRecord, *, now: dt.datetime, eager: bool = False) -> Any:
+def wake_workflow(
+    run: RunRecord, *, now: dt.datetime, eager: bool = False, ready: bool | None = None
+) -> Any:
     """Make sure exactly one ready workflow task exists for the run.
 
     With ``eager`` a newly created task is not published: its id is returned so
     the caller can run it at once, in this process, after its transaction
-    commits. If that never happens, the repair pass publishes it.
+    commits. If that never happens, the repair pass publishes it. ``ready``: the
+    caller has just looked whether a ready workflow task exists.
     """
     from durable_workflow.executor import affinity
 
     created = None
-    if tasks.ready_workflow_task(run.id) is None:
+    if ready is None:
+        ready = tasks.ready_workflow_task(run.id) is not None
+    if not ready:
         task = tasks.create_task(
             run_id=run.id,
             task_type=TaskType.WORKFLOW,

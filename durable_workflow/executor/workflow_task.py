@@ -167,23 +167,18 @@ def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
         return _advance_and_settle(run, task, pending.runtime, now=now)
 
 
-def may_continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
-    """Can the workflow task an activity result wakes run inside the settling transaction?
-
-    Not when a workflow task is ready already (it may carry news to absorb) or a
-    run deadline has passed (the regular task times the run out).
-    """
-    return tasks.ready_workflow_task(run.id) is None and expired_deadline(run, now) is None
-
-
 def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     """Run the woken workflow task in the caller's transaction (it holds the run lock and
     has just recorded the activity's outcome): one transaction for the whole step.
 
-    The task row is inserted leased to this process and settled with the rest. On an
-    unexpected error its savepoint is rolled back, ``run`` is put back as it was, and
-    ``False`` tells the caller to wake the workflow the regular way.
+    The caller has checked that no workflow task is ready (one may carry news to
+    absorb). The task row is inserted leased to this process and settled with the
+    rest. ``False``: the caller wakes the workflow the regular way instead, because
+    a run deadline has passed (the regular task times the run out) or an unexpected
+    error rolled this back (``run`` is then put back as it was).
     """
+    if expired_deadline(run, now) is not None:
+        return False
     before = dataclasses.replace(run, dirty=set(run.dirty))
     try:
         with transaction.atomic():

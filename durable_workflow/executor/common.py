@@ -82,22 +82,12 @@ def wake_workflow(
     commits. If that never happens, the repair pass publishes it. ``ready``: the
     caller has just looked whether a ready workflow task exists.
     """
-    from durable_workflow.executor import affinity
 
     created = None
     if ready is None:
         ready = tasks.ready_workflow_task(run.id) is not None
     if not ready:
-        task = tasks.create_task(
-            run_id=run.id,
-            task_type=TaskType.WORKFLOW,
-            available_at=now,
-            queue=run.queue,
-            connection=run.connection,
-            now=now,
-            compatibility=run.compatibility,
-            **affinity.inherited(run, now=now),
-        )
+        (task,) = tasks.save_tasks([workflow_task_row(run, now=now)])
         if eager:
             created = task.id
         else:
@@ -105,6 +95,29 @@ def wake_workflow(
     if run.status == RunStatus.WAITING:
         run.set(status=RunStatus.PENDING)
     return created
+
+
+def workflow_task_row(
+    run: RunRecord,
+    *,
+    now: dt.datetime,
+    available_at: dt.datetime | None = None,
+    payload: dict[str, Any] | None = None,
+) -> Any:
+    """A new (unsaved) workflow task of ``run``: its routing, marker and sticky owner."""
+    from durable_workflow.executor import affinity
+
+    return tasks.build_task(
+        run_id=run.id,
+        task_type=TaskType.WORKFLOW,
+        available_at=available_at or now,
+        queue=run.queue,
+        connection=run.connection,
+        now=now,
+        payload=payload,
+        compatibility=run.compatibility,
+        **affinity.inherited(run, now=now),
+    )
 
 
 def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
@@ -119,23 +132,12 @@ def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
     ).update(payload={"absorb": True})
     if flagged:
         return
-    from durable_workflow.executor import affinity
     from durable_workflow.store import runs
 
     run = runs.get_run(run_id)
     if run is None:
         return
-    task = tasks.create_task(
-        run_id=run.id,
-        task_type=TaskType.WORKFLOW,
-        available_at=now,
-        queue=run.queue,
-        connection=run.connection,
-        payload={"absorb": True},
-        now=now,
-        compatibility=run.compatibility,
-        **affinity.inherited(run, now=now),
-    )
+    (task,) = tasks.save_tasks([workflow_task_row(run, now=now, payload={"absorb": True})])
     dispatch.enqueue(task)
 
 

@@ -30,9 +30,9 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.engine.steps import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
-from durable_workflow.executor import affinity, dispatch, lifecycle
-from durable_workflow.executor.common import retry_when_locked, worker_id
-from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus, TaskType
+from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor.common import retry_when_locked, worker_id, workflow_task_row
+from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
 from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
@@ -282,16 +282,15 @@ def _schedule_retry(
     backoff = lease.execution.options.get("backoff") or [1]
     delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])
     activities.reopen_execution(lease.execution.id)
-    task = tasks.create_task(
-        run_id=run.id,
-        task_type=TaskType.WORKFLOW,
-        available_at=now + dt.timedelta(seconds=delay),
-        queue=run.queue,
-        connection=run.connection,
-        now=now,
-        payload={"local_retry_of_step": lease.execution.sequence},
-        compatibility=run.compatibility,
-        **affinity.inherited(run, now=now),
+    (task,) = tasks.save_tasks(
+        [
+            workflow_task_row(
+                run,
+                now=now,
+                available_at=now + dt.timedelta(seconds=delay),
+                payload={"local_retry_of_step": lease.execution.sequence},
+            )
+        ]
     )
     dispatch.enqueue(task)
     payload = {

@@ -43,6 +43,7 @@ from durable_workflow.executor.common import (
     orm_guard,
     retry_when_locked,
     worker_id,
+    workflow_task_row,
 )
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
@@ -53,7 +54,6 @@ from durable_workflow.models import (
     FailureCategory,
     RunStatus,
     TaskStatus,
-    TaskType,
     WorkflowRun,
 )
 from durable_workflow.store import commands, history, runs, tasks
@@ -182,16 +182,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     before = dataclasses.replace(run, dirty=set(run.dirty))
     try:
         with transaction.atomic():
-            row = tasks.build_task(
-                run_id=run.id,
-                task_type=TaskType.WORKFLOW,
-                available_at=now,
-                queue=run.queue,
-                connection=run.connection,
-                now=now,
-                compatibility=run.compatibility,
-                **affinity.inherited(run, now=now),
-            )
+            row = workflow_task_row(run, now=now)
             mode, _ = affinity.decide(tasks.record_of(row), now=now)
             tasks.lease_new(
                 row,

@@ -57,11 +57,18 @@ def _lease_until(now: dt.datetime) -> dt.datetime:
     return now + dt.timedelta(seconds=get_settings().WORKFLOW_TASK_LEASE_SECONDS)
 
 
+#: Local executions inserted by the current workflow task's transaction, by (run, step):
+#: its first attempt starts without reading the row back. Reset by every advance.
+fresh: dict[tuple[Any, int], ActivityRecord] = {}
+
+
 def begin_attempt(
     run: RunRecord, task: TaskRecord, request: LocalRequest, *, now: dt.datetime
 ) -> LocalLease:
     """Record the attempt's start inside the workflow task's transaction."""
-    execution = activities.execution_at_step(run.id, request.step)
+    execution = fresh.pop((run.id, request.step), None) or activities.execution_at_step(
+        run.id, request.step
+    )
     if execution is None:
         raise DurableWorkflowError(f"no local activity execution at step {request.step}")
     expires = _lease_until(now)

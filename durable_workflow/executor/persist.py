@@ -16,7 +16,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import StructuralLimitExceeded
-from durable_workflow.executor import dispatch, eager, streams
+from durable_workflow.executor import dispatch, eager, local_activities, streams
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
 from durable_workflow.executor.common import worker_id
@@ -124,6 +124,9 @@ class _ActivityBatch:
         if not self.executions:
             return
         records = {r.id: r for r in activities.save_executions(self.executions)}
+        for record in records.values():
+            if record.options.get("execution_mode") == "local":  # it starts in this task
+                local_activities.fresh[(record.run_id, record.sequence)] = record
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
                 eager.keep(task, records[task.activity_execution_id])

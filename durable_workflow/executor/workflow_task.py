@@ -258,6 +258,7 @@ def _advance(
     """
     keep = False
     eager.take_held()  # nothing kept from a task that did not commit
+    local_activities.fresh.clear()
     with orm_guard():
         try:
             if closing is None:

@@ -190,6 +190,9 @@ class WorkflowRuntime(
         self._local_retried: dict[int, tuple[int, str | None]] = {}
         self.local_requests: list[Any] = []
         self._seen: list[HistoryEvent] = []
+        #: Events the executor recorded after the last feed (its next feed may use
+        #: them instead of reading them back).
+        self.unfed: list[HistoryEvent] = []
         self._sizes = (0, 0)  # (events measured, their payload bytes)
         self._init_inbox()
         self._init_groups()

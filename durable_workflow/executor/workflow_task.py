@@ -179,7 +179,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     """
     if expired_deadline(run, now) is not None:
         return False
-    before = dataclasses.replace(run, dirty=set(run.dirty))
+    before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
     try:
         with transaction.atomic():
             row = workflow_task_row(run, now=now)
@@ -238,10 +238,32 @@ def _advance_and_settle(
     if request is not None:
         lease = local_activities.begin_attempt(run, task, request, now=now)
         runs.save_run(run, now=now)
+        _keep_tail(run, runtime)
         return _Pending(runtime=runtime, lease=lease)
     tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
     runs.save_run(run, now=now)
+    _keep_tail(run, runtime)
     return "completed"
+
+
+def _keep_tail(run: RunRecord, runtime: WorkflowRuntime) -> None:
+    """Hand the runtime the events this transaction recorded after its feed."""
+    runtime.unfed = [e for e in run.appended if e.sequence > runtime.last_sequence]
+
+
+def _known_tail(run: RunRecord, runtime: WorkflowRuntime) -> list[Any] | None:
+    """The events the runtime has not seen, when this process wrote every one of them.
+
+    Those are the ones its last transaction recorded after feeding it, and the ones
+    this transaction recorded so far. Only when together they fill the whole gap up
+    to the run's last sequence (read under the run lock, so nobody else wrote in
+    between); otherwise ``None``: read them.
+    """
+    known: dict[int, Any] = {e.sequence: e for e in runtime.unfed + run.appended}
+    wanted = range(runtime.last_sequence + 1, run.next_sequence)
+    if any(sequence not in known for sequence in wanted):
+        return None
+    return [known[sequence] for sequence in wanted]
 
 
 def _advance(
@@ -263,7 +285,10 @@ def _advance(
         try:
             if closing is None:
                 # A warm runtime needs only the events after the ones it has seen.
-                runtime.feed(history.load_history(run.id, after_sequence=runtime.last_sequence))
+                tail = _known_tail(run, runtime)
+                if tail is None:
+                    tail = history.load_history(run.id, after_sequence=runtime.last_sequence)
+                runtime.feed(tail)
                 running = runtime.closed is None and not runtime.local_requests
                 events = persist(run, runtime.take_commands(), now=now, eager_ok=running)
             else:

@@ -55,7 +55,12 @@ def append_events(
             }
         )
         appended.append(Event(sequence=sequence, event_type=kind, payload=payload, recorded_at=now))
-        size += len(json.dumps(payload, separators=(",", ":")))
+        text = json.dumps(payload, separators=(",", ":"))
+        size += len(text)
+        # What reading the row back would give (JSON values, not the caller's objects).
+        run.appended.append(
+            Event(sequence=sequence, event_type=kind, payload=json.loads(text), recorded_at=now)
+        )
         sequence += 1
     _EVENTS.insert(rows, defer=True)
     run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import types
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 import durable_workflow as dw
 from durable_workflow import ActivityOptions, Workflow, clock, executor
+from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.executor import dispatch, sticky, workflow_task
 from durable_workflow.executor.common import worker_id
 from durable_workflow.models import ActivityAttempt, Task
@@ -202,6 +204,11 @@ def test_an_eager_step_costs_one_transaction(recorder, monkeypatch):
                 executor.run_workflow_task(ready.id)
             steps = event_types(stub).count("ActivityCompleted") - before
             counts.append((len(queries.captured_queries), len(commits), steps))
+            reads = [q for q in queries.captured_queries if "history_event" in (q["sql"] or "")]
+            # Only the message's first workflow task reads history back (the result it
+            # follows was recorded by another transaction); every step after it feeds
+            # the warm body the events its own transactions wrote.
+            assert sum(1 for q in reads if q["sql"].startswith("SELECT")) == 1
     # One message: a workflow task and seven activities, each settled in the transaction
     # that also runs the workflow's next step; the same statements each time.
     assert counts[0] == counts[1]
@@ -210,3 +217,16 @@ def test_an_eager_step_costs_one_transaction(recorder, monkeypatch):
     # On PostgreSQL the writes nobody reads back share a round trip (store.sql.batched).
     limit = 16 if connection.vendor == "postgresql" else 25
     assert statements <= limit * steps, statements / steps
+
+
+def test_a_warm_body_is_fed_from_memory_only_without_gaps():
+    def event(sequence: int) -> HistoryEvent:
+        return HistoryEvent(sequence=sequence, event_type="X", payload={}, recorded_at=None)
+
+    runtime = types.SimpleNamespace(last_sequence=5, unfed=[event(6), event(7)])
+    run = types.SimpleNamespace(next_sequence=10, appended=[event(9)])
+    assert workflow_task._known_tail(run, runtime) is None  # 8 was written elsewhere
+    run.appended = [event(8), event(9)]
+    assert [e.sequence for e in workflow_task._known_tail(run, runtime)] == [6, 7, 8, 9]
+    run.next_sequence = 11  # someone else wrote 10
+    assert workflow_task._known_tail(run, runtime) is None

@@ -132,6 +132,18 @@ def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
+def lock_run_checking(
+    run_id: uuid.UUID | str, condition: tuple[str, list[Any]]
+) -> tuple[RunRecord | None, bool]:
+    """:func:`lock_run`, and in the same read whether ``condition`` (an SQL truth, e.g.
+    an ``EXISTS`` clause) holds."""
+    rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)], for_update=True, also=condition)
+    if not rows:
+        return None, False
+    *values, holds = rows[0]
+    return RunRecord(**dict(zip(_RUN_FIELDS, values, strict=True))), bool(holds)
+
+
 def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
     rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)])
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None

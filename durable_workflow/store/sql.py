@@ -78,21 +78,33 @@ class Table:
         order_by: str | None = None,
         limit: int | None = None,
         for_update: bool = False,
+        also: tuple[str, list[Any]] | None = None,
     ) -> list[list[Any]]:
-        """Rows of the named fields, converted to Python values."""
+        """Rows of the named fields, converted to Python values.
+
+        ``also``: one more column, an SQL expression and its parameters (e.g. an
+        :meth:`exists` clause on another table), returned last and unconverted.
+        """
         conn = self.connection()
         locking = for_update and conn.features.has_select_for_update
+        extra, params = also or ("", [])
         sql = self._select_sql(
-            tuple(names), self._shape(where), order_by, limit, locking, conn.vendor
+            tuple(names), self._shape(where), order_by, limit, locking, conn.vendor, extra
         )
         with conn.cursor() as cursor:
-            cursor.execute(sql, self._where_params(where, conn))
+            cursor.execute(sql, params + self._where_params(where, conn))
             rows = cursor.fetchall()
         convert = self._converters(tuple(names), conn.alias)
         return [_converted(row, convert, conn) for row in rows]
 
     def exists(self, where: Sequence[Condition]) -> bool:
         return bool(self.select(["id"], where, limit=1))
+
+    def exists_clause(self, where: Sequence[Condition]) -> tuple[str, list[Any]]:
+        """``EXISTS (…)`` over this table, for another table's ``select(also=…)``."""
+        table = _quote(self.meta.db_table)
+        sql = f"EXISTS (SELECT 1 FROM {table} WHERE {self._where_sql(self._shape(where))})"
+        return sql, self._where_params(where, self.connection())
 
     def update(
         self, changes: dict[str, Any], where: Sequence[Condition], *, defer: bool = False
@@ -183,8 +195,9 @@ class Table:
         limit: int | None,
         locking: bool,
         vendor: str,
+        extra: str = "",
     ) -> str:
-        columns = ", ".join(self._column(name) for name in names)
+        columns = ", ".join([self._column(name) for name in names] + ([extra] if extra else []))
         sql = f"SELECT {columns} FROM {_quote(self.meta.db_table)} WHERE {self._where_sql(shape)}"
         if order_by:
             sql += f" ORDER BY {self._column(order_by)}"

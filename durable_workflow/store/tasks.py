@@ -336,9 +336,10 @@ def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> N
     ).update(status=TaskStatus.CANCELLED, lease_expires_at=None, updated_at=now)
 
 
-def still_held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
-    """True while this exact claim still owns the task."""
-    return _TASKS.exists(_held(task_id, lease_id, generation))
+def held_clause(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> tuple[str, list[Any]]:
+    """Whether this exact claim still owns the task, as an SQL truth to ask along with
+    another read (see ``runs.lock_run_checking``)."""
+    return _TASKS.exists_clause(_held(task_id, lease_id, generation))
 
 
 def _held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> list[sql.Condition]:

@@ -119,3 +119,14 @@ def test_local_options_reject_routing():
         LocalActivityOptions.from_activity_options(ActivityOptions(queue="x"))
     with pytest.raises(ConfigurationError):
         LocalActivityOptions.from_activity_options(ActivityOptions(schedule_to_start_timeout=5))
+
+
+def test_a_local_attempt_whose_lease_was_lost_records_nothing(inline):
+    stub = start("tests.local-steps", "local-lost", 2)
+    task = Task.objects.get(run_id=stub.run_id(), task_type="workflow", status="ready")
+    pending = workflow_task._start(task.id)  # the first attempt is started, then "hangs"
+    assert isinstance(pending, workflow_task._Pending)
+    Task.objects.filter(id=task.id).update(lease_generation=99)  # someone else took it over
+    ok, value = executor.local_activities.run_attempt(pending.lease)
+    assert workflow_task._resume(pending, ok, value) == "stale"
+    assert "ActivityCompleted" not in event_types(stub)

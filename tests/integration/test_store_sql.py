@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from durable_workflow import clock
 from durable_workflow.models import HistoryEvent, Task, WorkflowRun
-from durable_workflow.store import sql, tasks
+from durable_workflow.store import runs, sql, tasks
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -144,3 +144,14 @@ def test_outside_a_batch_a_deferred_write_runs_at_once(run_id):
     with transaction.atomic():
         TASKS.insert([sql.values(row)], defer=True)
         assert Task.objects.filter(id=row.id).exists()
+
+
+def test_a_locking_read_can_ask_about_another_table(run_id):
+    row = built(run_id)
+    row.save()
+    with transaction.atomic():
+        run, found = runs.lock_run_checking(run_id, TASKS.exists_clause([("id", "=", row.id)]))
+        assert run is not None and run.id == run_id and found is True
+        other = TASKS.exists_clause([("id", "=", uuid.uuid4())])
+        assert runs.lock_run_checking(run_id, other)[1] is False
+        assert runs.lock_run_checking(uuid.uuid4(), other) == (None, False)

@@ -93,8 +93,10 @@ def _claim(task_id: Any) -> Lease | None:
             return None
         if compatibility.refuse(task):
             return None
-        run = runs.lock_run(task.run_id)
+        # Read before the run lock, to hold it briefly: whatever closes the execution
+        # meanwhile also cancels this task, and the claim below only takes a ready task.
         execution = activities.get_execution(task.activity_execution_id)
+        run = runs.lock_run(task.run_id)
         if (
             run is not None
             and execution is not None
@@ -240,7 +242,8 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
     now = clock.now()
     execution = lease.execution
     with transaction.atomic(), batched(WorkflowRun):
-        run = runs.lock_run(lease.run_id)
+        # The run lock, and in the same read whether a workflow task is waiting already.
+        run, ready = runs.lock_run_checking(lease.run_id, tasks.ready_workflow_clause(lease.run_id))
         if run is None:
             return "stale"
         closed = run.status in TERMINAL_RUN_STATUSES
@@ -277,7 +280,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             outcome = "completed"
             # Reads first, so that the writes below travel together (store.sql.batched).
             here = False
-            if tasks.ready_workflow_task(run.id) is not None:
+            if ready:
                 wake_workflow(run, now=now, ready=True)  # that task reads this result too
             else:
                 here = _eager_ok(run, execution)

@@ -122,14 +122,20 @@ def save_tasks(rows: list[Task]) -> list[TaskRecord]:
 
 
 def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
-    return _first(
-        [
-            ("run_id", "=", run_id),
-            ("task_type", "=", TaskType.WORKFLOW),
-            ("status", "=", TaskStatus.READY),
-        ],
-        order_by="created_at",
-    )
+    return _first(_ready_workflow(run_id), order_by="created_at")
+
+
+def ready_workflow_clause(run_id: uuid.UUID) -> tuple[str, list[Any]]:
+    """Whether the run has a ready workflow task, as an SQL truth to ask with another read."""
+    return _TASKS.exists_clause(_ready_workflow(run_id))
+
+
+def _ready_workflow(run_id: uuid.UUID) -> list[sql.Condition]:
+    return [
+        ("run_id", "=", run_id),
+        ("task_type", "=", TaskType.WORKFLOW),
+        ("status", "=", TaskStatus.READY),
+    ]
 
 
 def claim(

@@ -6,8 +6,9 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.engine.events import EventType
-from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus
-from durable_workflow.store import activities, commands, messages, runs, tasks
+from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus, WorkflowRun
+from durable_workflow.store import activities, commands, messages, runs, sql, tasks
+from durable_workflow.store import children as child_store
 from durable_workflow.store import streams as stream_store
 from durable_workflow.store.records import RunRecord
 
@@ -22,23 +23,33 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     from durable_workflow.executor import children
 
     continued = run.status == "completed" and run.closed_reason == "continued"
+    # One read says what is open; most runs close with nothing left to cancel.
+    calls, timers, executions = sql.truths(
+        WorkflowRun,
+        [child_store.open_calls_clause(run.id), *activities.open_work_clauses(run.id)],
+    )
     # Children outlive a continue-as-new: the instance goes on, so no close policy applies.
-    events = [] if continued else children.apply_close_policies(run, now=now)
-    events += cancel_open_work(run, now=now)
+    events = [] if continued or not calls else children.apply_close_policies(run, now=now)
+    events += cancel_open_work(run, now=now, timers=timers, executions=executions)
     if not continued:
         children.notify_parent(run, outcome, now=now)
     return events
 
 
-def cancel_open_work(run: RunRecord, *, now: dt.datetime) -> list[Event]:
-    """TimerCancelled for each pending timer, ActivityCancelled for each open activity."""
+def cancel_open_work(
+    run: RunRecord, *, now: dt.datetime, timers: bool = True, executions: bool = True
+) -> list[Event]:
+    """TimerCancelled for each pending timer, ActivityCancelled for each open activity.
+
+    ``timers``/``executions`` ``False``: the caller knows there are none of those.
+    """
     events: list[Event] = []
-    for timer in activities.pending_timers_of_run(run.id):
+    for timer in activities.pending_timers_of_run(run.id) if timers else []:
         messages.cancel_timer_of_step(run.id, timer.sequence)
         events.append(
             (EventType.TIMER_CANCELLED, {"sequence": timer.sequence, "timer_id": str(timer.id)})
         )
-    for execution in activities.open_executions_of_run(run.id):
+    for execution in activities.open_executions_of_run(run.id) if executions else []:
         activities.close_execution(execution.id, ActivityStatus.CANCELLED, now=now)
         if execution.current_attempt_id is not None:
             activities.close_attempt(

@@ -290,6 +290,16 @@ def fire_timer(timer_id: uuid.UUID, *, now: dt.datetime) -> bool:
     )
 
 
+def open_work_clauses(run_id: uuid.UUID) -> list[tuple[str, list[Any]]]:
+    """Whether the run has pending timers, and open activities, as SQL truths."""
+    return [
+        sql.Table(Timer).exists_clause(
+            [("run_id", "=", run_id), ("status", "=", TimerStatus.PENDING)]
+        ),
+        _EXECUTIONS.exists_clause([("run_id", "=", run_id), ("status", "IN", _OPEN)]),
+    ]
+
+
 def pending_timers_of_run(run_id: uuid.UUID) -> list[TimerRecord]:
     rows = Timer.objects.filter(run_id=run_id, status=TimerStatus.PENDING)
     return [_timer_record(row) for row in rows]

@@ -9,6 +9,7 @@ from typing import Any
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import ChildCall, ChildCallStatus
+from durable_workflow.store import sql
 
 OPEN = (ChildCallStatus.SCHEDULED, ChildCallStatus.STARTED)
 
@@ -104,6 +105,13 @@ def needing_report(parent_run_id: uuid.UUID) -> list[ChildCallRecord]:
 
 def mark_reported(call_id: uuid.UUID, *, run_id: uuid.UUID | None, outcome: bool) -> None:
     ChildCall.objects.filter(id=call_id).update(reported_run_id=run_id, outcome_recorded=outcome)
+
+
+def open_calls_clause(parent_run_id: uuid.UUID) -> tuple[str, list[Any]]:
+    """Whether the run has open child calls, as an SQL truth (``sql.truths``)."""
+    return sql.Table(ChildCall).exists_clause(
+        [("parent_run_id", "=", parent_run_id), ("status", "IN", tuple(OPEN))]
+    )
 
 
 def open_calls(parent_run_id: uuid.UUID) -> list[ChildCallRecord]:

@@ -338,3 +338,12 @@ def _max_params(conn: Any) -> int:
 def values(row: Model) -> dict[str, Any]:
     """Every column of a built, unsaved row, by attribute name (for :meth:`Table.insert`)."""
     return {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
+
+
+def truths(model: type[Model], clauses: Sequence[tuple[str, list[Any]]]) -> list[bool]:
+    """Several SQL truths (e.g. :meth:`Table.exists_clause`) in one round trip."""
+    conn = connections[router.db_for_write(model)]
+    sql = "SELECT " + ", ".join(f"({clause})" for clause, _ in clauses)
+    with conn.cursor() as cursor:
+        cursor.execute(sql, [param for _, params in clauses for param in params])
+        return [bool(value) for value in cursor.fetchone()]

@@ -245,10 +245,12 @@ def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = ""
     _TASKS.update({**changes, "updated_at": now}, [("id", "=", task_id)], defer=True)
 
 
-def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> int:
-    return Task.objects.filter(
-        run_id=run_id, status__in=(TaskStatus.READY, TaskStatus.LEASED)
-    ).update(status=status, lease_expires_at=None, updated_at=now)
+def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> None:
+    _TASKS.update(
+        {"status": status, "lease_expires_at": None, "updated_at": now},
+        [("run_id", "=", run_id), ("status", "IN", (TaskStatus.READY, TaskStatus.LEASED))],
+        defer=True,
+    )
 
 
 def release(task_id: uuid.UUID, *, available_at: dt.datetime, now: dt.datetime) -> None:

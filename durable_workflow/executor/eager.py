@@ -1,11 +1,14 @@
 """Follow-up work a task leaves for its own process, to run right after its commit.
 
-Two hand-offs save a broker hop each on a sequential workflow:
+A sequential workflow then needs no broker hop between its steps:
 
 * a workflow task that schedules a queued activity it could run itself (same
   queue and connection as the run, the activity known here, no worker session)
-  claims it in its own transaction and runs it after the commit;
-* an activity whose result wakes its workflow runs that workflow task next.
+  inserts its task leased to this process and runs it after the commit;
+* the transaction recording that activity's result also runs the workflow task
+  it wakes (``workflow_task.continue_here``), which leases the next activity;
+  when it cannot, the new workflow task itself is the follow-up;
+* a workflow task paused for a local activity goes on after its commit.
 
 ``drain()`` runs the follow-ups one after the other, never nested, and counts
 them: past ``EAGER_CHAIN_LIMIT`` in one message nothing more is handed off, so
@@ -52,7 +55,8 @@ def allowed() -> bool:
 
 
 def offer(kind: str, value: Any) -> None:
-    """Run ``value`` (a workflow task id, or an activity lease) once this transaction commits."""
+    """Run ``value`` (a workflow task id, an activity lease, or a paused workflow task)
+    once this transaction commits."""
     transaction.on_commit(lambda: setattr(_state, "follow_up", (kind, value)))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 import uuid
 from typing import Any
 
@@ -57,16 +58,22 @@ def _lease_until(now: dt.datetime) -> dt.datetime:
     return now + dt.timedelta(seconds=get_settings().WORKFLOW_TASK_LEASE_SECONDS)
 
 
-#: Local executions inserted by the current workflow task's transaction, by (run, step):
-#: its first attempt starts without reading the row back. Reset by every advance.
-fresh: dict[tuple[Any, int], ActivityRecord] = {}
+class _Fresh(threading.local):
+    """Local executions inserted by this thread's current workflow task, by (run, step):
+    their first attempt starts without reading the row back. Reset by every advance."""
+
+    def __init__(self) -> None:
+        self.executions: dict[tuple[Any, int], ActivityRecord] = {}
+
+
+fresh = _Fresh()
 
 
 def begin_attempt(
     run: RunRecord, task: TaskRecord, request: LocalRequest, *, now: dt.datetime
 ) -> LocalLease:
     """Record the attempt's start inside the workflow task's transaction."""
-    execution = fresh.pop((run.id, request.step), None) or activities.execution_at_step(
+    execution = fresh.executions.pop((run.id, request.step), None) or activities.execution_at_step(
         run.id, request.step
     )
     if execution is None:

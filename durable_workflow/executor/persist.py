@@ -126,7 +126,7 @@ class _ActivityBatch:
         records = {r.id: r for r in activities.save_executions(self.executions)}
         for record in records.values():
             if record.options.get("execution_mode") == "local":  # it starts in this task
-                local_activities.fresh[(record.run_id, record.sequence)] = record
+                local_activities.fresh.executions[(record.run_id, record.sequence)] = record
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
                 eager.keep(task, records[task.activity_execution_id])

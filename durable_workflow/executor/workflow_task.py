@@ -282,7 +282,7 @@ def _advance(
     """
     keep = False
     eager.take_held()  # nothing kept from a task that did not commit
-    local_activities.fresh.clear()
+    local_activities.fresh.executions.clear()
     with orm_guard():
         try:
             if closing is None:

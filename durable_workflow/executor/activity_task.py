@@ -242,8 +242,13 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
     now = clock.now()
     execution = lease.execution
     with transaction.atomic(), batched(WorkflowRun):
-        # The run lock, and in the same read whether a workflow task is waiting already.
-        run, ready = runs.lock_run_checking(lease.run_id, tasks.ready_workflow_clause(lease.run_id))
+        # The run lock, and in the same read: is a workflow task waiting already, is
+        # another activity of the run still open?
+        run, (ready, others_open) = runs.lock_run_checking(
+            lease.run_id,
+            tasks.ready_workflow_clause(lease.run_id),
+            activities.other_open_clause(lease.run_id, execution.id),
+        )
         if run is None:
             return "stale"
         closed = run.status in TERMINAL_RUN_STATUSES
@@ -283,7 +288,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             if ready:
                 wake_workflow(run, now=now, ready=True)  # that task reads this result too
             else:
-                here = _eager_ok(run, execution)
+                here = not others_open and _eager_ok(run, execution)
                 if not here:
                     wake_workflow(run, now=now, ready=False)
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
@@ -307,8 +312,9 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
-    """Run the woken workflow task here only for a sequential step: same routing, and no
-    sibling activity still open (a fan-out is better served by one coalesced task)."""
+    """Run the woken workflow task here only for a sequential step (the caller checks that
+    no sibling activity is open: a fan-out is better served by one coalesced task) with
+    the same routing."""
     settings = get_settings()
     return bool(
         settings.EAGER_WORKFLOW_TASKS
@@ -316,7 +322,6 @@ def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
         and execution.queue == run.queue
         and execution.connection == run.connection
         and affinity.may_run_here(run, now=clock.now())  # not when it is warm elsewhere
-        and not activities.other_open_executions(run.id, execution.id)
     )
 
 

@@ -150,7 +150,7 @@ def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
     with transaction.atomic(), batched(WorkflowRun):
         task = lease.task
         assert task.lease_id is not None
-        run, held = runs.lock_run_checking(
+        run, (held,) = runs.lock_run_checking(
             lease.run_id, tasks.held_clause(task.id, task.lease_id, task.lease_generation)
         )
         if run is None or not held:

@@ -309,7 +309,9 @@ def bump_attempt_count(execution_id: uuid.UUID) -> None:
     ActivityExecution.objects.filter(id=execution_id).update(attempt_count=F("attempt_count") + 1)
 
 
-def other_open_executions(run_id: uuid.UUID, execution_id: uuid.UUID) -> bool:
-    return _EXECUTIONS.exists(
+def other_open_clause(run_id: uuid.UUID, execution_id: uuid.UUID) -> tuple[str, list[Any]]:
+    """Whether another activity of the run is still open, as an SQL truth to ask along
+    with another read (see ``runs.lock_run_checking``)."""
+    return _EXECUTIONS.exists_clause(
         [("run_id", "=", run_id), ("status", "IN", _OPEN), ("id", "<>", execution_id)]
     )

@@ -78,16 +78,17 @@ class Table:
         order_by: str | None = None,
         limit: int | None = None,
         for_update: bool = False,
-        also: tuple[str, list[Any]] | None = None,
+        also: Sequence[tuple[str, list[Any]]] = (),
     ) -> list[list[Any]]:
         """Rows of the named fields, converted to Python values.
 
-        ``also``: one more column, an SQL expression and its parameters (e.g. an
-        :meth:`exists` clause on another table), returned last and unconverted.
+        ``also``: more columns, each an SQL expression and its parameters (e.g. an
+        :meth:`exists_clause` on another table), returned last and unconverted.
         """
         conn = self.connection()
         locking = for_update and conn.features.has_select_for_update
-        extra, params = also or ("", [])
+        extra = ", ".join(f"({clause})" for clause, _ in also)
+        params = [param for _, clause_params in also for param in clause_params]
         sql = self._select_sql(
             tuple(names), self._shape(where), order_by, limit, locking, conn.vendor, extra
         )

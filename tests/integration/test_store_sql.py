@@ -150,8 +150,8 @@ def test_a_locking_read_can_ask_about_another_table(run_id):
     row = built(run_id)
     row.save()
     with transaction.atomic():
-        run, found = runs.lock_run_checking(run_id, TASKS.exists_clause([("id", "=", row.id)]))
-        assert run is not None and run.id == run_id and found is True
+        mine = TASKS.exists_clause([("id", "=", row.id)])
         other = TASKS.exists_clause([("id", "=", uuid.uuid4())])
-        assert runs.lock_run_checking(run_id, other)[1] is False
-        assert runs.lock_run_checking(uuid.uuid4(), other) == (None, False)
+        run, found = runs.lock_run_checking(run_id, mine, other)
+        assert run is not None and run.id == run_id and found == (True, False)
+        assert runs.lock_run_checking(uuid.uuid4(), mine) == (None, (False,))

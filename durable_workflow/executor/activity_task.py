@@ -43,7 +43,7 @@ from durable_workflow.models import (
     TaskType,
     WorkflowRun,
 )
-from durable_workflow.store import activities, commands, runs, tasks
+from durable_workflow.store import activities, commands, runs, sql, tasks
 from durable_workflow.store.records import ActivityRecord, TaskRecord
 from durable_workflow.store.sql import batched
 
@@ -242,13 +242,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
     now = clock.now()
     execution = lease.execution
     with transaction.atomic(), batched(WorkflowRun):
-        # The run lock, and in the same read: is a workflow task waiting already, is
-        # another activity of the run still open?
-        run, (ready, others_open) = runs.lock_run_checking(
-            lease.run_id,
-            tasks.ready_workflow_clause(lease.run_id),
-            activities.other_open_clause(lease.run_id, execution.id),
-        )
+        run = runs.lock_run(lease.run_id)
         if run is None:
             return "stale"
         closed = run.status in TERMINAL_RUN_STATUSES
@@ -283,7 +277,16 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         }
         if info is None:
             outcome = "completed"
-            # Reads first, so that the writes below travel together (store.sql.batched).
+            # Reads first, so that the writes below travel together (store.sql.batched);
+            # and only now that the run is locked: a read that waited for the lock would
+            # answer from before the wait (a workflow task since taken would look ready).
+            ready, others_open = sql.truths(
+                WorkflowRun,
+                [
+                    tasks.ready_workflow_clause(run.id),
+                    activities.other_open_clause(run.id, execution.id),
+                ],
+            )
             here = False
             if ready:
                 wake_workflow(run, now=now, ready=True)  # that task reads this result too

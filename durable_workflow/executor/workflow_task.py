@@ -150,10 +150,8 @@ def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
     with transaction.atomic(), batched(WorkflowRun):
         task = lease.task
         assert task.lease_id is not None
-        run, (held,) = runs.lock_run_checking(
-            lease.run_id, tasks.held_clause(task.id, task.lease_id, task.lease_generation)
-        )
-        if run is None or not held:
+        run = runs.lock_run(lease.run_id)
+        if run is None or not tasks.still_held(task.id, task.lease_id, task.lease_generation):
             pending.runtime.dispose()  # the lease was lost: another worker redoes the task
             return "stale"
         if run.status in TERMINAL_RUN_STATUSES:

@@ -310,8 +310,7 @@ def bump_attempt_count(execution_id: uuid.UUID) -> None:
 
 
 def other_open_clause(run_id: uuid.UUID, execution_id: uuid.UUID) -> tuple[str, list[Any]]:
-    """Whether another activity of the run is still open, as an SQL truth to ask along
-    with another read (see ``runs.lock_run_checking``)."""
+    """Whether another activity of the run is still open, as an SQL truth (``sql.truths``)."""
     return _EXECUTIONS.exists_clause(
         [("run_id", "=", run_id), ("status", "IN", _OPEN), ("id", "<>", execution_id)]
     )

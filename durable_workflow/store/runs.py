@@ -132,19 +132,6 @@ def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
-def lock_run_checking(
-    run_id: uuid.UUID | str, *conditions: tuple[str, list[Any]]
-) -> tuple[RunRecord | None, tuple[bool, ...]]:
-    """:func:`lock_run`, and in the same read whether each of ``conditions`` (SQL truths,
-    e.g. ``EXISTS`` clauses) holds (all ``False`` without a run)."""
-    rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)], for_update=True, also=conditions)
-    if not rows:
-        return None, tuple(False for _ in conditions)
-    values, holds = rows[0][: len(_RUN_FIELDS)], rows[0][len(_RUN_FIELDS) :]
-    record = RunRecord(**dict(zip(_RUN_FIELDS, values, strict=True)))
-    return record, tuple(bool(value) for value in holds)
-
-
 def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
     rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)])
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None

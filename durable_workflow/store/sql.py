@@ -78,22 +78,13 @@ class Table:
         order_by: str | None = None,
         limit: int | None = None,
         for_update: bool = False,
-        also: Sequence[tuple[str, list[Any]]] = (),
     ) -> list[list[Any]]:
-        """Rows of the named fields, converted to Python values.
-
-        ``also``: more columns, each an SQL expression and its parameters (e.g. an
-        :meth:`exists_clause` on another table), returned last and unconverted.
-        """
+        """Rows of the named fields, converted to Python values."""
         conn = self.connection()
         locking = for_update and conn.features.has_select_for_update
-        extra = ", ".join(f"({clause})" for clause, _ in also)
-        params = [param for _, clause_params in also for param in clause_params]
-        sql = self._select_sql(
-            tuple(names), self._shape(where), order_by, limit, locking, conn.vendor, extra
-        )
+        sql = self._select_sql(tuple(names), self._shape(where), order_by, limit, locking)
         with conn.cursor() as cursor:
-            cursor.execute(sql, params + self._where_params(where, conn))
+            cursor.execute(sql, self._where_params(where, conn))
             rows = cursor.fetchall()
         convert = self._converters(tuple(names), conn.alias)
         return [_converted(row, convert, conn) for row in rows]
@@ -102,7 +93,7 @@ class Table:
         return bool(self.select(["id"], where, limit=1))
 
     def exists_clause(self, where: Sequence[Condition]) -> tuple[str, list[Any]]:
-        """``EXISTS (…)`` over this table, for another table's ``select(also=…)``."""
+        """``EXISTS (…)`` over this table, for :func:`truths`."""
         table = _quote(self.meta.db_table)
         sql = f"EXISTS (SELECT 1 FROM {table} WHERE {self._where_sql(self._shape(where))})"
         return sql, self._where_params(where, self.connection())
@@ -195,10 +186,8 @@ class Table:
         order_by: str | None,
         limit: int | None,
         locking: bool,
-        vendor: str,
-        extra: str = "",
     ) -> str:
-        columns = ", ".join([self._column(name) for name in names] + ([extra] if extra else []))
+        columns = ", ".join(self._column(name) for name in names)
         sql = f"SELECT {columns} FROM {_quote(self.meta.db_table)} WHERE {self._where_sql(shape)}"
         if order_by:
             sql += f" ORDER BY {self._column(order_by)}"
@@ -342,7 +331,11 @@ def values(row: Model) -> dict[str, Any]:
 
 
 def truths(model: type[Model], clauses: Sequence[tuple[str, list[Any]]]) -> list[bool]:
-    """Several SQL truths (e.g. :meth:`Table.exists_clause`) in one round trip."""
+    """Several SQL truths (e.g. :meth:`Table.exists_clause`) in one round trip.
+
+    Ask them after taking the lock they depend on, never in the locking read: a
+    statement that waited for a row lock answers everything else from before its wait.
+    """
     conn = connections[router.db_for_write(model)]
     sql = "SELECT " + ", ".join(f"({clause})" for clause, _ in clauses)
     with conn.cursor() as cursor:

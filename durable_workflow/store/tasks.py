@@ -126,7 +126,7 @@ def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
 
 
 def ready_workflow_clause(run_id: uuid.UUID) -> tuple[str, list[Any]]:
-    """Whether the run has a ready workflow task, as an SQL truth to ask with another read."""
+    """Whether the run has a ready workflow task, as an SQL truth (``sql.truths``)."""
     return _TASKS.exists_clause(_ready_workflow(run_id))
 
 
@@ -344,10 +344,9 @@ def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> N
     ).update(status=TaskStatus.CANCELLED, lease_expires_at=None, updated_at=now)
 
 
-def held_clause(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> tuple[str, list[Any]]:
-    """Whether this exact claim still owns the task, as an SQL truth to ask along with
-    another read (see ``runs.lock_run_checking``)."""
-    return _TASKS.exists_clause(_held(task_id, lease_id, generation))
+def still_held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> bool:
+    """True while this exact claim still owns the task."""
+    return _TASKS.exists(_held(task_id, lease_id, generation))
 
 
 def _held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> list[sql.Condition]:

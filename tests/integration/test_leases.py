@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from durable_workflow import clock, executor
 from durable_workflow.executor import activity_task
 from durable_workflow.models import ActivityAttempt, HistoryEvent, Task
+from durable_workflow.store import runs
 from tests.integration.helpers import event_types, start, tasks_of
 from tests.testapp.models import Invocation
 
@@ -146,3 +148,47 @@ def test_racing_workflow_tasks_of_many_runs_write_no_duplicates(inline):
         )
         assert sequences == list(range(1, len(sequences) + 1))
     assert Invocation.objects.count() == 16
+
+
+def test_a_result_that_waited_for_the_run_lock_still_wakes_the_workflow(inline):
+    """A settle that had to wait for the run lock must look for a waiting workflow task
+    only once it holds the lock: the one it could see before may have run meanwhile."""
+    stub = start("tests.fanout", "race-wake", 2)
+    executor.run_workflow_task(ready(stub, "workflow").id)
+    first, second = tasks_of(stub, "activity")
+    assert executor.run_activity_task(first.id) == "completed"  # a workflow task is ready
+    waiting = ready(stub, "workflow")
+    lease = activity_task._claim(second.id)
+    ok, value = activity_task._invoke(lease)
+    locked, release = threading.Event(), threading.Event()
+
+    def another_worker_runs_the_workflow_task():
+        try:
+            with transaction.atomic():
+                runs.lock_run(stub.run_id())
+                locked.set()
+                release.wait(10)
+                Task.objects.filter(id=waiting.id).update(status="completed")
+        finally:
+            connection.close()
+
+    def settle():
+        try:
+            outcomes.append(activity_task._settle(lease, ok, value))
+        finally:
+            connection.close()
+
+    outcomes: list[str] = []
+    holder = threading.Thread(target=another_worker_runs_the_workflow_task)
+    holder.start()
+    assert locked.wait(10)
+    settling = threading.Thread(target=settle)
+    settling.start()
+    time.sleep(0.5)  # the settle is now waiting for the run lock
+    release.set()
+    holder.join()
+    settling.join()
+    assert outcomes == ["completed"]
+    assert Task.objects.filter(run_id=stub.run_id(), task_type="workflow", status="ready").exists()
+    inline.run()
+    assert stub.refresh().status() == "completed"

@@ -251,3 +251,22 @@ def test_dispatches_before_fake_mode_do_not_count(inline):
         WorkflowStub.assert_dispatched("tests.greet", lambda name: name == "Bo")
         fake.forget_dispatches()
         WorkflowStub.assert_nothing_dispatched()
+
+
+def test_with_eager_execution_on_activities_are_still_dispatched(workflow_fake):
+    """Eager activities skip the broker in a worker; the fake mode's assertions count
+    dispatched activities, so there every activity is dispatched as before."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from tests.testapp.workflows import Add, Greet
+
+    engine = {**settings.DURABLE_WORKFLOW, "EAGER_ACTIVITIES": True, "EAGER_WORKFLOW_TASKS": True}
+    with override_settings(DURABLE_WORKFLOW=engine):
+        WorkflowStub.mock(Greet, "hi")
+        WorkflowStub.mock(Add, 3)
+        stub = WorkflowStub.make("tests.sequential", "eager-fake")
+        stub.start("Ada")
+        assert stub.refresh().output() == ["hi", 3]
+        WorkflowStub.assert_dispatched(Greet)
+        WorkflowStub.assert_dispatched_times(Add, 1)

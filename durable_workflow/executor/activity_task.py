@@ -1,5 +1,7 @@
 """An activity task: claim (transaction 1), run user code, settle (transaction 2).
 
+An eager activity skips the claim: the workflow task that schedules it starts it
+(:func:`start_eagerly`), and its settle also runs the workflow task it wakes.
 User code runs outside any transaction. The claim hands out a fencing token
 (lease id + generation); settlement is accepted only while that exact token
 still owns the task, so a late report from an attempt that lost its lease is
@@ -19,10 +21,9 @@ from django.db import transaction
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
-from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
-from durable_workflow.exceptions import ActivityCancelled, NonRetryableError, PayloadCodecError
+from durable_workflow.exceptions import ActivityCancelled
 from durable_workflow.executor import (
     affinity,
     compatibility,
@@ -32,6 +33,7 @@ from durable_workflow.executor import (
     lifecycle,
     session_tasks,
 )
+from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.models import (
@@ -40,10 +42,9 @@ from durable_workflow.models import (
     AttemptStatus,
     FailureCategory,
     TaskStatus,
-    TaskType,
     WorkflowRun,
 )
-from durable_workflow.store import activities, commands, runs, sql, tasks
+from durable_workflow.store import activities, runs, sql, tasks
 from durable_workflow.store.records import ActivityRecord, TaskRecord
 from durable_workflow.store.sql import batched
 
@@ -224,17 +225,6 @@ def invoke_activity(
         return False, exc
 
 
-def non_retryable(exc: BaseException, declared: list[str]) -> bool:
-    if isinstance(exc, NonRetryableError | PayloadCodecError):
-        return True
-    names = set()
-    for cls in type(exc).__mro__:
-        names.update({cls.__name__, f"{cls.__module__}.{cls.__qualname__}"})
-        if getattr(cls, "type_key", None):
-            names.add(cls.type_key)
-    return bool(names & set(declared))
-
-
 @retry_when_locked
 def _settle(lease: Lease, ok: bool, value: Any) -> str:
     from durable_workflow.executor import workflow_task  # it imports this module
@@ -308,7 +298,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                     if follow_up is not None:
                         eager.offer(eager.WORKFLOW, follow_up)
         else:
-            outcome, events = _fail(lease, run, value, info, base, now=now)
+            outcome, events = retry_or_fail(lease, run, value, info, base, now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
@@ -325,107 +315,4 @@ def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
         and execution.queue == run.queue
         and execution.connection == run.connection
         and affinity.may_run_here(run, now=clock.now())  # not when it is warm elsewhere
-    )
-
-
-def _fail(
-    lease: Lease,
-    run: Any,
-    exc: BaseException,
-    info: FailureInfo,
-    base: dict[str, Any],
-    *,
-    now: dt.datetime,
-) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-    execution = lease.execution
-    policy = execution.options
-    final = non_retryable(exc, policy.get("non_retryable_error_types") or [])
-    max_attempts = int(policy.get("max_attempts", 1))
-    activities.close_attempt(lease.attempt_id, AttemptStatus.FAILED, now=now)
-    if not final and (max_attempts == 0 or lease.attempt_number < max_attempts):
-        backoff = policy.get("backoff") or [1]
-        delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])
-        activities.reopen_execution(execution.id)
-        retry = tasks.create_task(
-            run_id=run.id,
-            task_type=TaskType.ACTIVITY,
-            available_at=now + dt.timedelta(seconds=delay),
-            queue=execution.queue,
-            connection=execution.connection,
-            activity_execution_id=execution.id,
-            now=now,
-            payload={
-                "retry_of_task_id": str(lease.task_id),
-                "retry_after_attempt_id": str(lease.attempt_id),
-                "retry_after_attempt": lease.attempt_number,
-                "retry_backoff_seconds": delay,
-            },
-            compatibility=run.compatibility,
-        )
-        dispatch.enqueue(retry)
-        event = {
-            **base,
-            "retry_task_id": str(retry.id),
-            "retry_backoff_seconds": delay,
-            "exception_type": info.exception_type,
-            "message": info.message,
-        }
-        return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
-    return "failed", [
-        record_final_failure(
-            run,
-            execution,
-            attempt_id=lease.attempt_id,
-            attempt_number=lease.attempt_number,
-            info=info,
-            non_retryable=final,
-            now=now,
-        )
-    ]
-
-
-def record_final_failure(
-    run: Any,
-    execution: ActivityRecord,
-    *,
-    attempt_id: uuid.UUID | None,
-    attempt_number: int,
-    info: FailureInfo,
-    non_retryable: bool,
-    now: dt.datetime,
-    wake: bool = True,
-) -> tuple[str, dict[str, Any]]:
-    """The activity failed for good: failure row, closed execution, the workflow woken."""
-    failure_id = commands.record_failure(
-        run_id=run.id,
-        source_kind="activity_execution",
-        source_id=str(execution.id),
-        failure_category=info.category,
-        exception_type=info.exception_type,
-        exception_class=info.exception_class,
-        message=info.message,
-        traceback=info.traceback,
-        non_retryable=non_retryable,
-        details={"propagation_kind": "timeout"} if info.category == "timeout" else None,
-        now=now,
-    )
-    activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
-    if wake:
-        wake_workflow(run, now=now)
-    return (
-        EventType.ACTIVITY_FAILED,
-        {
-            "sequence": execution.sequence,
-            "activity_execution_id": str(execution.id),
-            "activity_attempt_id": str(attempt_id) if attempt_id else None,
-            "activity_type": execution.activity_type,
-            "activity_class": execution.activity_class,
-            "attempt_number": attempt_number,
-            "failure_id": str(failure_id),
-            "failure_category": info.category,
-            "exception_type": info.exception_type,
-            "exception_class": info.exception_class,
-            "message": info.message,
-            "non_retryable": non_retryable,
-        },
     )

@@ -119,7 +119,7 @@ def give_up_if_exhausted(
     run: RunRecord, task: TaskRecord, request: LocalRequest, *, now: dt.datetime
 ) -> bool:
     """A crashed attempt past the attempt budget is not run again: the activity fails."""
-    from durable_workflow.executor.activity_task import record_final_failure
+    from durable_workflow.executor.activity_failures import record_final_failure
 
     if request.retry_reason != "cold_replay":
         return False
@@ -216,7 +216,7 @@ def finish_attempt(
     Returns ``done`` when the body can go on now, ``retry`` when a later workflow
     task will run the next attempt.
     """
-    from durable_workflow.executor.activity_task import non_retryable, record_final_failure
+    from durable_workflow.executor.activity_failures import non_retryable, record_final_failure
 
     execution = lease.execution
     base = {

@@ -90,7 +90,7 @@ def _give_up(
     run: RunRecord, task: TaskRecord, execution: ActivityRecord, expired: int, *, now: dt.datetime
 ) -> None:
     from durable_workflow.engine.commands import FailureInfo
-    from durable_workflow.executor.activity_task import record_final_failure
+    from durable_workflow.executor.activity_failures import record_final_failure
 
     tasks.settle(task.id, TaskStatus.FAILED, now=now, error="lease expired too often")
     info = FailureInfo(

@@ -73,7 +73,7 @@ def _fail_for_good(
     *,
     now: dt.datetime,
 ) -> None:
-    from durable_workflow.executor.activity_task import record_final_failure
+    from durable_workflow.executor.activity_failures import record_final_failure
 
     error = WorkerSessionRejected(
         f"worker session {execution.options['worker_session']['session_id']!r} refused the "

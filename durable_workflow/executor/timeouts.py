@@ -128,7 +128,7 @@ def attempt_deadlines(options: dict[str, Any], now: dt.datetime) -> dict[str, dt
 @retry_when_locked
 def enforce_activity_timeout(execution_id: Any, kind: str, *, now: dt.datetime) -> bool:
     """Time out one activity execution if ``kind`` has really expired (re-checked here)."""
-    from durable_workflow.executor.activity_task import record_final_failure
+    from durable_workflow.executor.activity_failures import record_final_failure
 
     with transaction.atomic():
         execution = activities.get_execution(execution_id)

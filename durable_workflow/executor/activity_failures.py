@@ -1,0 +1,139 @@
+"""How a failed activity attempt ends: retried after its back-off, or failed for good.
+
+Shared by queued activities, local activities, timeouts, the repair pass and
+worker sessions (a session that can never admit again fails its activity).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from durable_workflow.engine.commands import FailureInfo
+from durable_workflow.engine.events import EventType
+from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
+from durable_workflow.executor import dispatch
+from durable_workflow.executor.common import wake_workflow
+from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
+from durable_workflow.store import activities, commands, tasks
+from durable_workflow.store.records import ActivityRecord
+
+if TYPE_CHECKING:
+    from durable_workflow.executor.activity_task import Lease
+
+
+def non_retryable(exc: BaseException, declared: list[str]) -> bool:
+    """Is this failure final, by its type or by the activity's declared type names?"""
+    if isinstance(exc, NonRetryableError | PayloadCodecError):
+        return True
+    names = set()
+    for cls in type(exc).__mro__:
+        names.update({cls.__name__, f"{cls.__module__}.{cls.__qualname__}"})
+        if getattr(cls, "type_key", None):
+            names.add(cls.type_key)
+    return bool(names & set(declared))
+
+
+def retry_or_fail(
+    lease: Lease,
+    run: Any,
+    exc: BaseException,
+    info: FailureInfo,
+    base: dict[str, Any],
+    *,
+    now: dt.datetime,
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """A failed attempt: a retry after its back-off, or the activity's final failure."""
+    execution = lease.execution
+    policy = execution.options
+    final = non_retryable(exc, policy.get("non_retryable_error_types") or [])
+    max_attempts = int(policy.get("max_attempts", 1))
+    activities.close_attempt(lease.attempt_id, AttemptStatus.FAILED, now=now)
+    if not final and (max_attempts == 0 or lease.attempt_number < max_attempts):
+        backoff = policy.get("backoff") or [1]
+        delay = int(backoff[min(lease.attempt_number - 1, len(backoff) - 1)])
+        activities.reopen_execution(execution.id)
+        retry = tasks.create_task(
+            run_id=run.id,
+            task_type=TaskType.ACTIVITY,
+            available_at=now + dt.timedelta(seconds=delay),
+            queue=execution.queue,
+            connection=execution.connection,
+            activity_execution_id=execution.id,
+            now=now,
+            payload={
+                "retry_of_task_id": str(lease.task_id),
+                "retry_after_attempt_id": str(lease.attempt_id),
+                "retry_after_attempt": lease.attempt_number,
+                "retry_backoff_seconds": delay,
+            },
+            compatibility=run.compatibility,
+        )
+        dispatch.enqueue(retry)
+        event = {
+            **base,
+            "retry_task_id": str(retry.id),
+            "retry_backoff_seconds": delay,
+            "exception_type": info.exception_type,
+            "message": info.message,
+        }
+        return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
+    return "failed", [
+        record_final_failure(
+            run,
+            execution,
+            attempt_id=lease.attempt_id,
+            attempt_number=lease.attempt_number,
+            info=info,
+            non_retryable=final,
+            now=now,
+        )
+    ]
+
+
+def record_final_failure(
+    run: Any,
+    execution: ActivityRecord,
+    *,
+    attempt_id: uuid.UUID | None,
+    attempt_number: int,
+    info: FailureInfo,
+    non_retryable: bool,
+    now: dt.datetime,
+    wake: bool = True,
+) -> tuple[str, dict[str, Any]]:
+    """The activity failed for good: failure row, closed execution, the workflow woken."""
+    failure_id = commands.record_failure(
+        run_id=run.id,
+        source_kind="activity_execution",
+        source_id=str(execution.id),
+        failure_category=info.category,
+        exception_type=info.exception_type,
+        exception_class=info.exception_class,
+        message=info.message,
+        traceback=info.traceback,
+        non_retryable=non_retryable,
+        details={"propagation_kind": "timeout"} if info.category == "timeout" else None,
+        now=now,
+    )
+    activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
+    if wake:
+        wake_workflow(run, now=now)
+    return (
+        EventType.ACTIVITY_FAILED,
+        {
+            "sequence": execution.sequence,
+            "activity_execution_id": str(execution.id),
+            "activity_attempt_id": str(attempt_id) if attempt_id else None,
+            "activity_type": execution.activity_type,
+            "activity_class": execution.activity_class,
+            "attempt_number": attempt_number,
+            "failure_id": str(failure_id),
+            "failure_category": info.category,
+            "exception_type": info.exception_type,
+            "exception_class": info.exception_class,
+            "message": info.message,
+            "non_retryable": non_retryable,
+        },
+    )

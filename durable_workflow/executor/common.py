@@ -16,7 +16,7 @@ from django.db import OperationalError, connections
 
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.runtime import current_runtime
-from durable_workflow.exceptions import WorkflowOrmAccessError
+from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
 from durable_workflow.executor import dispatch
 from durable_workflow.models import RunStatus, TaskType
 from durable_workflow.store import tasks
@@ -177,3 +177,10 @@ def engine_limits() -> dict[str, int]:
     limits["continue_as_new_event_threshold"] = settings.CONTINUE_AS_NEW_EVENT_THRESHOLD
     limits["continue_as_new_size_threshold"] = settings.CONTINUE_AS_NEW_SIZE_THRESHOLD
     return limits
+
+
+def check_limit(kind: str, value: int) -> None:
+    """Raise ``StructuralLimitExceeded`` when ``value`` passes the configured ``kind`` limit."""
+    configured = get_settings().limit(kind)
+    if configured and value > configured:
+        raise StructuralLimitExceeded(kind, value, configured)

@@ -11,21 +11,17 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.authoring.visibility import encoded_size, merge
-from durable_workflow.codec import envelope
-from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
-from durable_workflow.exceptions import StructuralLimitExceeded
-from durable_workflow.executor import dispatch, eager, local_activities, streams
+from durable_workflow.executor import dispatch, streams
 from durable_workflow.executor.children import signal_child, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
-from durable_workflow.executor.common import worker_id
-from durable_workflow.executor.timeouts import schedule_deadlines
+from durable_workflow.executor.common import check_limit
+from durable_workflow.executor.scheduling import ActivityBatch
 from durable_workflow.models import (
     ActivityStatus,
     AttemptStatus,
     RunStatus,
-    TaskStatus,
     TaskType,
     UpdateStatus,
 )
@@ -45,7 +41,7 @@ def persist(
     to it (see :mod:`durable_workflow.executor.eager`) instead of being published.
     """
     events: list[Event] = []
-    batch = _ActivityBatch(run, now, eager_ok)
+    batch = ActivityBatch(run, now, eager_ok)
     for command in new:
         if type(command) is c.ScheduleActivity:
             events += batch.add(command)
@@ -53,86 +49,8 @@ def persist(
         batch.flush()  # later commands may refer to the activities just scheduled
         events += _HANDLERS[type(command)](run, command, now)
     batch.flush()
-    _check_size("history_transaction_size", len(events))
+    check_limit("history_transaction_size", len(events))
     return events
-
-
-class _ActivityBatch:
-    """Consecutive activities of one task, inserted two statements at a time (a fan-out
-    of a thousand costs two inserts, not two thousand); events keep the body's order."""
-
-    def __init__(self, run: RunRecord, now: dt.datetime, eager_ok: bool) -> None:
-        self.run, self.now, self.eager_ok = run, now, eager_ok
-        self.executions: list[Any] = []
-        self.tasks: list[Any] = []
-
-    def add(self, command: c.ScheduleActivity) -> list[Event]:
-        _check_size("payload_size", envelope.encoded_size(command.arguments))
-        run, now = self.run, self.now
-        local = command.options.get("execution_mode") == "local"
-        session_id = (command.options.get("worker_session") or {}).get("session_id")
-        execution = activities.build_execution(
-            run_id=run.id,
-            sequence=command.step,
-            activity_type=command.activity_type,
-            activity_class=command.activity_class,
-            arguments=command.arguments,
-            options=command.options,
-            queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
-            connection=None if local else command.connection,
-            now=now,
-            deadlines=None if local else schedule_deadlines(command.options, now),
-            worker_session_id=session_id,
-        )
-        self.executions.append(execution)
-        payload: dict[str, Any] = {
-            "sequence": command.step,
-            "activity_execution_id": str(execution.id),
-            "activity_type": command.activity_type,
-            "activity_class": command.activity_class,
-            **(command.group or {}),
-        }
-        if local:  # runs in this process: no activity task, no queue
-            payload.update(execution_mode="local", local_activity=True)
-            return [(EventType.ACTIVITY_SCHEDULED, payload)]
-        task = tasks.build_task(
-            run_id=run.id,
-            task_type=TaskType.ACTIVITY,
-            available_at=now,
-            queue=execution.queue,
-            connection=execution.connection,
-            activity_execution_id=execution.id,
-            now=now,
-            payload={"worker_session_id": session_id} if session_id else None,
-            compatibility=run.compatibility,
-        )
-        if self.eager_ok and eager.wanted(run, execution):
-            self.eager_ok = False
-            task = tasks.lease_new(
-                task,
-                owner=worker_id(),
-                now=now,
-                lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS,
-            )
-        self.tasks.append(task)
-        payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
-        if session_id:
-            payload["worker_session_id"] = session_id
-        return [(EventType.ACTIVITY_SCHEDULED, payload)]
-
-    def flush(self) -> None:
-        if not self.executions:
-            return
-        records = {r.id: r for r in activities.save_executions(self.executions)}
-        for record in records.values():
-            if record.options.get("execution_mode") == "local":  # it starts in this task
-                local_activities.fresh.executions[(record.run_id, record.sequence)] = record
-        for task in tasks.save_tasks(self.tasks):
-            if task.status == TaskStatus.LEASED:
-                eager.keep(task, records[task.activity_execution_id])
-            else:
-                dispatch.enqueue(task)
-        self.executions, self.tasks = [], []
 
 
 def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> list[Event]:
@@ -345,22 +263,16 @@ def _upsert_visibility(
     memo, attributes = visibility_store.current_visibility(run.id)
     if command.kind == "memo":
         merged = merge(memo, command.entries)
-        _check_size("memo_size", encoded_size(merged))
+        check_limit("memo_size", encoded_size(merged))
         visibility_store.update_run_visibility(run.id, memo=merged)
         payload = {"sequence": command.step, "entries": command.entries, "merged": merged}
         return [(EventType.MEMO_UPSERTED, payload)]
     merged = merge(attributes, command.entries)
-    _check_size("search_attribute_size", encoded_size(merged))
+    check_limit("search_attribute_size", encoded_size(merged))
     visibility_store.update_run_visibility(run.id, search_attributes=merged)
     visibility_store.replace_attributes(run.id, merged)
     payload = {"sequence": command.step, "attributes": command.entries, "merged": merged}
     return [(EventType.SEARCH_ATTRIBUTES_UPSERTED, payload)]
-
-
-def _check_size(kind: str, value: int) -> None:
-    configured = get_settings().limit(kind)
-    if configured and value > configured:
-        raise StructuralLimitExceeded(kind, value, configured)
 
 
 def _advance_cursor(run: RunRecord, command: c.AdvanceCursor, now: dt.datetime) -> list[Event]:

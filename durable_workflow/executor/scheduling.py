@@ -1,0 +1,103 @@
+"""Inserting the activities a workflow task schedules, a run of them at a time.
+
+Consecutive ``ScheduleActivity`` commands become two inserts (all executions, then
+all tasks), so a fan-out of a thousand costs two statements, not two thousand.
+One activity the process should run itself may be inserted leased to it
+(:mod:`durable_workflow.executor.eager`); the others are published.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from durable_workflow.codec import envelope
+from durable_workflow.conf import get_settings
+from durable_workflow.engine import commands as c
+from durable_workflow.engine.events import EventType
+from durable_workflow.executor import dispatch, eager, local_activities
+from durable_workflow.executor.common import check_limit, worker_id
+from durable_workflow.executor.timeouts import schedule_deadlines
+from durable_workflow.models import TaskStatus, TaskType
+from durable_workflow.store import activities, tasks
+from durable_workflow.store.records import RunRecord
+
+Event = tuple[str, dict[str, Any]]
+
+
+class ActivityBatch:
+    """Consecutive activities of one workflow task; their events keep the body's order,
+    their rows wait for :meth:`flush`."""
+
+    def __init__(self, run: RunRecord, now: dt.datetime, eager_ok: bool) -> None:
+        self.run, self.now, self.eager_ok = run, now, eager_ok
+        self.executions: list[Any] = []
+        self.tasks: list[Any] = []
+
+    def add(self, command: c.ScheduleActivity) -> list[Event]:
+        check_limit("payload_size", envelope.encoded_size(command.arguments))
+        run, now = self.run, self.now
+        local = command.options.get("execution_mode") == "local"
+        session_id = (command.options.get("worker_session") or {}).get("session_id")
+        execution = activities.build_execution(
+            run_id=run.id,
+            sequence=command.step,
+            activity_type=command.activity_type,
+            activity_class=command.activity_class,
+            arguments=command.arguments,
+            options=command.options,
+            queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
+            connection=None if local else command.connection,
+            now=now,
+            deadlines=None if local else schedule_deadlines(command.options, now),
+            worker_session_id=session_id,
+        )
+        self.executions.append(execution)
+        payload: dict[str, Any] = {
+            "sequence": command.step,
+            "activity_execution_id": str(execution.id),
+            "activity_type": command.activity_type,
+            "activity_class": command.activity_class,
+            **(command.group or {}),
+        }
+        if local:  # runs in this process: no activity task, no queue
+            payload.update(execution_mode="local", local_activity=True)
+            return [(EventType.ACTIVITY_SCHEDULED, payload)]
+        task = tasks.build_task(
+            run_id=run.id,
+            task_type=TaskType.ACTIVITY,
+            available_at=now,
+            queue=execution.queue,
+            connection=execution.connection,
+            activity_execution_id=execution.id,
+            now=now,
+            payload={"worker_session_id": session_id} if session_id else None,
+            compatibility=run.compatibility,
+        )
+        if self.eager_ok and eager.wanted(run, execution):
+            self.eager_ok = False
+            task = tasks.lease_new(
+                task,
+                owner=worker_id(),
+                now=now,
+                lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS,
+            )
+        self.tasks.append(task)
+        payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
+        if session_id:
+            payload["worker_session_id"] = session_id
+        return [(EventType.ACTIVITY_SCHEDULED, payload)]
+
+    def flush(self) -> None:
+        if not self.executions:
+            return
+        records = {r.id: r for r in activities.save_executions(self.executions)}
+        for record in records.values():
+            if record.options.get("execution_mode") == "local":  # it starts in this task
+                local_activities.fresh.executions[(record.run_id, record.sequence)] = record
+        for task in tasks.save_tasks(self.tasks):
+            if task.status == TaskStatus.LEASED:
+                eager.keep(task, records[task.activity_execution_id])
+            else:
+                dispatch.enqueue(task)
+        self.executions, self.tasks = [], []

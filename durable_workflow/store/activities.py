@@ -45,11 +45,6 @@ def _record(row: ActivityExecution) -> ActivityRecord:
     return ActivityRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
-def create_execution(**fields: Any) -> ActivityRecord:
-    """One pending execution (see :func:`build_execution` for the fields)."""
-    return save_executions([build_execution(**fields)])[0]
-
-
 def build_execution(
     *,
     run_id: uuid.UUID,

@@ -41,11 +41,9 @@ _FIELDS = (
 _TASKS = sql.Table(Task)
 
 
-def _record(row: Task) -> TaskRecord:
+def record_of(row: Task) -> TaskRecord:
+    """The record of a task row (saved or only built)."""
     return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
-
-
-record_of = _record
 
 
 def _first(where: list[sql.Condition], **options: Any) -> TaskRecord | None:
@@ -118,7 +116,7 @@ def lease_new(
 def save_tasks(rows: list[Task]) -> list[TaskRecord]:
     """Insert built tasks in one statement."""
     _TASKS.insert((sql.values(row) for row in rows), defer=True)
-    return [_record(row) for row in rows]
+    return [record_of(row) for row in rows]
 
 
 def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
@@ -283,7 +281,7 @@ def due_for_redispatch(
         if row.last_dispatched_at is None or row.last_dispatched_at <= now - dt.timedelta(
             seconds=wait
         ):
-            due.append(_record(row))
+            due.append(record_of(row))
         if len(due) >= limit:
             break
     return due
@@ -299,7 +297,7 @@ def expired_leases(*, now: dt.datetime, limit: int) -> list[TaskRecord]:
     rows = Task.objects.filter(status=TaskStatus.LEASED, lease_expires_at__lt=now).order_by(
         "lease_expires_at"
     )[:limit]
-    return [_record(row) for row in rows]
+    return [record_of(row) for row in rows]
 
 
 def reclaim_expired(task_id: uuid.UUID, generation: int, *, now: dt.datetime) -> bool:
@@ -330,12 +328,12 @@ def ready_and_due(
     if markers is not None:
         rows = rows.filter(compat.claimable(markers))
     rows = rows.order_by("available_at", "id")[:limit]
-    return [_record(row) for row in rows]
+    return [record_of(row) for row in rows]
 
 
 def open_tasks_of_run(run_id: uuid.UUID) -> list[TaskRecord]:
     rows = Task.objects.filter(run_id=run_id, status__in=(TaskStatus.READY, TaskStatus.LEASED))
-    return [_record(row) for row in rows]
+    return [record_of(row) for row in rows]
 
 
 def cancel_tasks_of_execution(execution_id: uuid.UUID, *, now: dt.datetime) -> None:

@@ -131,7 +131,7 @@ def test_the_chain_limit_hands_the_rest_to_the_broker(recorder):
     assert stub.output() == 10
 
 
-def test_a_workflow_task_that_cannot_continue_in_place_is_published(recorder, monkeypatch):
+def test_a_workflow_task_that_cannot_continue_in_place_is_published(recorder, monkeypatch, caplog):
     calls = []
     real = workflow_task._advance_and_settle
 
@@ -148,6 +148,7 @@ def test_a_workflow_task_that_cannot_continue_in_place_is_published(recorder, mo
     sequences = [event.sequence for event in stub.history()]
     assert sequences == list(range(1, len(sequences) + 1))
     assert event_types(stub).count("ActivityCompleted") == 3
+    assert "could not continue in place" in caplog.text  # the fallback, not the normal path
 
 
 def test_a_fan_out_publishes_all_but_one(recorder):

@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in selected:
             print(f"\n== {name}", flush=True)
+            services.flush_engine_tables()  # at the start: --keep-db keeps the last one's rows
             if name in NEEDS_WORKERS:
                 services.flush_redis()
             t0 = time.monotonic()
@@ -179,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
             outcome["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
             results["scenarios"][name] = outcome
             print(f"   ({outcome['status']}, {outcome['seconds']} s)", flush=True)
-            services.flush_engine_tables()
     finally:
         from django.db import connections
 

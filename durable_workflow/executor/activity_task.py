@@ -231,28 +231,48 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 
     now = clock.now()
     execution = lease.execution
-    with transaction.atomic(), batched(WorkflowRun):
-        run = runs.lock_run(lease.run_id)
-        if run is None:
-            return "stale"
-        closed = run.status in TERMINAL_RUN_STATUSES
-        info = None if ok else describe(value, category=FailureCategory.ACTIVITY)
-        cancelled = closed or isinstance(value, ActivityCancelled)
-        status = (
-            TaskStatus.CANCELLED if cancelled else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
-        )
-        held = tasks.settle_if_held(
+    info = None if ok else describe(value, category=FailureCategory.ACTIVITY)
+    cancelling = isinstance(value, ActivityCancelled)
+    status = (
+        TaskStatus.CANCELLED if cancelling else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
+    )
+    # One round trip: the run lock, then (each statement reading what the lock let
+    # through) the fencing settle and, for a result, whether a workflow task is waiting
+    # and whether another activity of the run is open.
+    statements = [
+        runs.lock_statement(lease.run_id),
+        tasks.settle_if_held_statement(
             lease.task_id,
             lease.lease_id,
             lease.generation,
             status,
             now=now,
             error=info.traceback if info else "",
+        ),
+    ]
+    if ok:
+        statements.append(
+            sql.truths_statement(
+                [
+                    tasks.ready_workflow_clause(lease.run_id),
+                    activities.other_open_clause(lease.run_id, execution.id),
+                ]
+            )
         )
+    with transaction.atomic(), batched(WorkflowRun):
+        run, held, *asked = sql.together(WorkflowRun, statements)
+        if run is None:
+            return "stale"
         if not held:
             logger.info("stale report for activity %s ignored", execution.id)
             return "stale"
-        if closed or isinstance(value, ActivityCancelled):
+        closed = run.status in TERMINAL_RUN_STATUSES
+        if closed and not cancelling:
+            # The run closed first: the attempt ends cancelled whatever it returned.
+            tasks.settle(
+                lease.task_id, TaskStatus.CANCELLED, now=now, error=info.traceback if info else ""
+            )
+        if closed or cancelling:
             # The run closed, or is being cancelled: closing the run records the
             # ActivityCancelled event for this execution.
             activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
@@ -267,16 +287,9 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         }
         if info is None:
             outcome = "completed"
-            # Reads first, so that the writes below travel together (store.sql.batched);
-            # and only now that the run is locked: a read that waited for the lock would
-            # answer from before the wait (a workflow task since taken would look ready).
-            ready, others_open = sql.truths(
-                WorkflowRun,
-                [
-                    tasks.ready_workflow_clause(run.id),
-                    activities.other_open_clause(run.id, execution.id),
-                ],
-            )
+            # Asked in statements of their own: a subquery of the locking read would
+            # answer from before its wait (a workflow task since taken would look ready).
+            ready, others_open = asked[0]
             here = False
             if ready:
                 wake_workflow(run, now=now, ready=True)  # that task reads this result too

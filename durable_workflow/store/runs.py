@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from typing import Any
@@ -51,6 +52,7 @@ _RUN_FIELDS = (
 
 
 _RUNS = sql.Table(WorkflowRun)
+_INSTANCES = sql.Table(WorkflowInstance)
 
 
 def _run_record(row: WorkflowRun) -> RunRecord:
@@ -128,7 +130,16 @@ def create_run(
 
 def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     """Read a run under a row lock: the serialisation point for all progress."""
-    rows = _RUNS.select(_RUN_FIELDS, [("id", "=", run_id)], for_update=True)
+    return sql.together(WorkflowRun, [lock_statement(run_id)])[0]
+
+
+def lock_statement(run_id: uuid.UUID | str) -> sql.Statement:
+    """:func:`lock_run` as a statement for ``sql.together`` (outcome: the record or ``None``)."""
+    read = _RUNS.select_statement(_RUN_FIELDS, [("id", "=", run_id)], for_update=True)
+    return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
+
+
+def _first_record(rows: list[list[Any]]) -> RunRecord | None:
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
@@ -152,8 +163,10 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
     if "status" in run.dirty and run.status in TERMINAL_RUN_STATUSES:
         # The instance mirrors its current run's status only when it closes;
         # flips between pending and waiting would cost a write per step.
-        WorkflowInstance.objects.filter(instance_id=run.instance_id, current_run_id=run.id).update(
-            status=run.status, updated_at=now
+        _INSTANCES.update(
+            {"status": run.status, "updated_at": now},
+            [("instance_id", "=", run.instance_id), ("current_run_id", "=", run.id)],
+            defer=True,
         )
     run.dirty.clear()
 

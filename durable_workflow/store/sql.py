@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from django.db import connections, router
@@ -35,6 +35,15 @@ class Add:
     """``SET column = column + amount``."""
 
     amount: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    """One statement and how to read its outcome from the cursor, for :func:`together`."""
+
+    sql: str
+    params: list[Any]
+    outcome: Callable[[Any], Any]
 
 
 #: Values that text, integer and boolean fields pass to the driver unchanged.
@@ -80,14 +89,30 @@ class Table:
         for_update: bool = False,
     ) -> list[list[Any]]:
         """Rows of the named fields, converted to Python values."""
+        statement = self.select_statement(
+            names, where, order_by=order_by, limit=limit, for_update=for_update
+        )
+        return together(self.model, [statement])[0]
+
+    def select_statement(
+        self,
+        names: Sequence[str],
+        where: Sequence[Condition],
+        *,
+        order_by: str | None = None,
+        limit: int | None = None,
+        for_update: bool = False,
+    ) -> Statement:
+        """:meth:`select` as a :class:`Statement` (its outcome: the converted rows)."""
         conn = self.connection()
         locking = for_update and conn.features.has_select_for_update
         sql = self._select_sql(tuple(names), self._shape(where), order_by, limit, locking)
-        with conn.cursor() as cursor:
-            cursor.execute(sql, self._where_params(where, conn))
-            rows = cursor.fetchall()
         convert = self._converters(tuple(names), conn.alias)
-        return [_converted(row, convert, conn) for row in rows]
+        return Statement(
+            sql,
+            self._where_params(where, conn),
+            lambda cursor: [_converted(row, convert, conn) for row in cursor.fetchall()],
+        )
 
     def exists(self, where: Sequence[Condition]) -> bool:
         return bool(self.select(["id"], where, limit=1))
@@ -103,6 +128,13 @@ class Table:
     ) -> int | None:
         """Set ``changes`` (values, or :class:`Add`) on the matching rows; the row count
         (``None`` when ``defer`` let the statement wait for the next round trip)."""
+        statement = self.update_statement(changes, where)
+        if defer and _defer(self.connection(), statement.sql, statement.params):
+            return None
+        return together(self.model, [statement])[0]
+
+    def update_statement(self, changes: dict[str, Any], where: Sequence[Condition]) -> Statement:
+        """:meth:`update` as a :class:`Statement` (its outcome: the row count)."""
         conn = self.connection()
         names = tuple(changes)
         adds = tuple(name for name, value in changes.items() if isinstance(value, Add))
@@ -112,11 +144,7 @@ class Table:
             for name, value in changes.items()
         ]
         params += self._where_params(where, conn)
-        if defer and _defer(conn, sql, params):
-            return None
-        with conn.cursor() as cursor:
-            cursor.execute(sql, params)
-            return int(cursor.rowcount)
+        return Statement(sql, params, lambda cursor: int(cursor.rowcount))
 
     def insert(self, rows: Iterable[dict[str, Any]], *, defer: bool = False) -> None:
         """Insert rows that all name the same fields (in batches the backend accepts)."""
@@ -236,6 +264,7 @@ class _Deferred(threading.local):
         self.statements: list[str] = []
         self.params: list[Any] = []
         self.flushing = False
+        self.outermost = False
 
 
 _deferred = _Deferred()
@@ -247,31 +276,43 @@ def batched(model: type[Model]) -> Iterator[None]:
     binding, Django's default; elsewhere every statement runs at once).
 
     Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
+    Directly inside the outermost one, the last flush also carries the ``COMMIT``; the
+    driver then has nothing left to send when Django commits.
     """
     conn = connections[router.db_for_write(model)]
-    usable = (
-        conn.vendor == "postgresql"
-        and conn.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
-        and _deferred.alias is None
-    )
+    usable = _multi_statement(conn) and _deferred.alias is None
     if not usable:
         yield
         return
     _deferred.alias = conn.alias
+    _deferred.outermost = _outermost(conn)
     try:
         with conn.execute_wrapper(_flush_first):
             yield
-            flush()
+            flush(commit=_deferred.outermost and _outermost(conn))
     finally:
         _deferred.alias = None
         _deferred.statements, _deferred.params = [], []
 
 
-def flush() -> None:
-    """Send the deferred writes now (one round trip)."""
-    if not _deferred.statements or _deferred.flushing or _deferred.alias is None:
-        return
+def _outermost(conn: Any) -> bool:
+    """Is the connection in one atomic block that commits when it exits, and nothing else?"""
+    return (
+        len(conn.atomic_blocks) == 1
+        and not conn.savepoint_ids
+        and conn.commit_on_exit
+        and not conn.needs_rollback
+    )
+
+
+def flush(*, commit: bool = False) -> None:
+    """Send the deferred writes now (one round trip); with ``commit``, end the
+    transaction in the same round trip (only from :func:`batched`)."""
     statements, params = _deferred.statements, _deferred.params
+    if commit:
+        statements = [*statements, "COMMIT"]
+    if not statements or _deferred.flushing or _deferred.alias is None:
+        return
     _deferred.statements, _deferred.params = [], []
     _deferred.flushing = True
     try:
@@ -293,7 +334,8 @@ _SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPO
 
 
 def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
-    """Any other statement on the connection runs after the deferred writes.
+    """Any other statement on the connection runs after the deferred writes, in the same
+    round trip when it can (the cursor then shows that statement's result).
 
     Savepoint statements (``atomic()`` blocks) have no result anyone reads: they
     join the deferred writes, in order.
@@ -303,8 +345,30 @@ def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untype
     if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
         _deferred.statements.append(sql)
         return None
-    flush()
-    return execute(sql, params, many, context)
+    if not _deferred.statements:
+        return execute(sql, params, many, context)
+    if (
+        many
+        or not isinstance(sql, str)
+        or not (isinstance(params, (list, tuple)) or (params is None and "%" not in sql))
+    ):
+        flush()
+        return execute(sql, params, many, context)
+    statements, deferred = _deferred.statements, _deferred.params
+    _deferred.statements, _deferred.params = [], []
+    combined = ";\n".join([*statements, sql])
+    _deferred.flushing = True
+    try:
+        if params is None and not deferred:
+            result = execute(combined, None, many, context)
+        else:
+            result = execute(combined, [*deferred, *(params or [])], many, context)
+    finally:
+        _deferred.flushing = False
+    cursor = context["cursor"].cursor
+    for _ in statements:
+        cursor.nextset()  # the caller reads its own statements' results
+    return result
 
 
 def _converted(row: Sequence[Any], convert: list[tuple[int, list[Any], Any]], conn: Any) -> list:
@@ -336,8 +400,50 @@ def truths(model: type[Model], clauses: Sequence[tuple[str, list[Any]]]) -> list
     Ask them after taking the lock they depend on, never in the locking read: a
     statement that waited for a row lock answers everything else from before its wait.
     """
-    conn = connections[router.db_for_write(model)]
+    return together(model, [truths_statement(clauses)])[0]
+
+
+def truths_statement(clauses: Sequence[tuple[str, list[Any]]]) -> Statement:
+    """:func:`truths` as a :class:`Statement` (each statement of :func:`together` reads
+    the database as it is once the ones before it, locks included, are done)."""
     sql = "SELECT " + ", ".join(f"({clause})" for clause, _ in clauses)
+    return Statement(
+        sql,
+        [param for _, params in clauses for param in params],
+        lambda cursor: [bool(value) for value in cursor.fetchone()],
+    )
+
+
+def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
+    """Run statements in order and return their outcomes: in one round trip on
+    PostgreSQL with client-side binding, one by one elsewhere.
+
+    Each statement still runs on its own, after the one before it has finished
+    (a lock it waited for included). An error in one stops the rest.
+    """
+    conn = connections[router.db_for_write(model)]
     with conn.cursor() as cursor:
-        cursor.execute(sql, [param for _, params in clauses for param in params])
-        return [bool(value) for value in cursor.fetchone()]
+        if len(statements) > 1 and _multi_statement(conn):
+            cursor.execute(
+                ";\n".join(s.sql for s in statements), [p for s in statements for p in s.params]
+            )
+            outcomes = []
+            for index, statement in enumerate(statements):
+                if index:
+                    cursor.cursor.nextset()
+                outcomes.append(statement.outcome(cursor))
+            return outcomes
+        outcomes = []
+        for statement in statements:
+            cursor.execute(statement.sql, statement.params)
+            outcomes.append(statement.outcome(cursor))
+        return outcomes
+
+
+def _multi_statement(conn: Any) -> bool:
+    """Does the connection take several statements in one query (PostgreSQL's simple
+    protocol, which Django's default client-side binding uses)?"""
+    return (
+        conn.vendor == "postgresql"
+        and conn.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
+    )

@@ -202,17 +202,30 @@ def settle_if_held(
     ``False`` means the lease was lost (expired and handed out again, or the
     task was settled already): the caller must write nothing.
     """
-    return bool(
-        _TASKS.update(
-            {
-                "status": status,
-                "lease_expires_at": None,
-                "last_error": error[:10000],
-                "updated_at": now,
-            },
-            _held(task_id, lease_id, generation),
-        )
+    held = settle_if_held_statement(task_id, lease_id, generation, status, now=now, error=error)
+    return sql.together(Task, [held])[0]
+
+
+def settle_if_held_statement(
+    task_id: uuid.UUID,
+    lease_id: uuid.UUID,
+    generation: int,
+    status: str,
+    *,
+    now: dt.datetime,
+    error: str = "",
+) -> sql.Statement:
+    """:func:`settle_if_held` as a statement for ``sql.together`` (outcome: held or not)."""
+    update = _TASKS.update_statement(
+        {
+            "status": status,
+            "lease_expires_at": None,
+            "last_error": error[:10000],
+            "updated_at": now,
+        },
+        _held(task_id, lease_id, generation),
     )
+    return dataclasses.replace(update, outcome=lambda cursor: bool(update.outcome(cursor)))
 
 
 def note_error(task_id: uuid.UUID, error: str, *, now: dt.datetime) -> None:

@@ -114,10 +114,55 @@ def test_deferred_writes_travel_together_and_in_order(run_id):
         TASKS.update({"last_error": "last"}, [("id", "=", second.id)], defer=True)
     assert Task.objects.get(id=second.id).last_error == "last"
     if connection.vendor == "postgresql":
-        assert len(sent) == 2, sent  # one batch of five statements, then the read
+        # One round trip: the five statements that waited, then the read, whose rows
+        # are the ones the cursor shows.
+        assert len(sent) == 1, sent
         assert sent[0].count("INSERT INTO") == 2 and sent[0].count("SAVEPOINT") == 2
+        assert sent[0].split(";\n")[-1].startswith('SELECT "id", "last_error"')
     else:  # every statement on its own
         assert len(sent) == 7, sent
+
+
+def _sent_to_driver() -> tuple[list[str], object]:
+    sent: list[str] = []
+
+    def record(execute, statement, params, many, context):
+        sent.append(statement)
+        return execute(statement, params, many, context)
+
+    return sent, record
+
+
+def test_the_last_batch_carries_the_commit(run_id):
+    row = built(run_id)
+    sent, record = _sent_to_driver()
+    committed: list[bool] = []
+    with connection.execute_wrapper(record), transaction.atomic(), sql.batched(WorkflowRun):
+        TASKS.insert([sql.values(row)], defer=True)
+        transaction.on_commit(lambda: committed.append(Task.objects.filter(id=row.id).exists()))
+    if connection.vendor == "postgresql":
+        # The insert and the COMMIT in one round trip, then the hook's read.
+        assert len(sent) == 2 and sent[0].endswith(";\nCOMMIT"), sent
+    assert committed == [True]  # on_commit hooks still run, after the data is there
+
+
+def test_a_nested_batch_leaves_the_commit_to_the_outer_block(run_id):
+    row = built(run_id)
+    sent, record = _sent_to_driver()
+    with connection.execute_wrapper(record), transaction.atomic():
+        with transaction.atomic(), sql.batched(WorkflowRun):
+            TASKS.insert([sql.values(row)], defer=True)
+        assert not any("COMMIT" in statement for statement in sent), sent
+        TASKS.update({"last_error": "after"}, [("id", "=", row.id)])
+    assert Task.objects.get(id=row.id).last_error == "after"
+
+
+def test_a_constraint_checked_at_commit_fails_the_block(run_id):
+    orphan = built(uuid.uuid4())  # no such run: the foreign key is checked at COMMIT
+    with pytest.raises(IntegrityError), transaction.atomic(), sql.batched(WorkflowRun):
+        TASKS.insert([sql.values(orphan)], defer=True)
+    assert not Task.objects.filter(id=orphan.id).exists()
+    assert Task.objects.filter(run_id=run_id).exists()  # the connection works on
 
 
 def test_a_failing_deferred_write_fails_the_transaction(run_id):

@@ -85,15 +85,17 @@ def run_claimed(lease: Lease) -> str:
 def _claim(task_id: Any) -> Lease | None:
     now = clock.now()
     settings = get_settings()
+    # Read outside a transaction: a task already taken (e.g. by a fan-out sibling's
+    # worker) costs one round trip. The claim below is a compare-and-set anyway.
+    task = tasks.get(task_id)
+    if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
+        return None
+    if task.available_at > now:
+        dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
+        return None
+    if compatibility.refuse(task):
+        return None
     with transaction.atomic(), batched(WorkflowRun):
-        task = tasks.get(task_id)
-        if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
-            return None
-        if task.available_at > now:
-            dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
-            return None
-        if compatibility.refuse(task):
-            return None
         # Read before the run lock, to hold it briefly: whatever closes the execution
         # meanwhile also cancels this task, and the claim below only takes a ready task.
         execution = activities.get_execution(task.activity_execution_id)
@@ -302,6 +304,8 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 execution.id, ActivityStatus.COMPLETED, now=now, result=value
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
+            if others_open:
+                events += _take_sibling(run, execution, now=now)
             if here:
                 # The workflow goes on in this very transaction: one per step.
                 lifecycle.append(run, events, now=now)
@@ -315,6 +319,32 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
+
+
+def _take_sibling(
+    run: Any, done: ActivityRecord, *, now: dt.datetime
+) -> list[tuple[str, dict[str, Any]]]:
+    """A fan-out member finished here: lease the next ready sibling to this process, to
+    run once this transaction commits (its message then finds it taken), rather than
+    wait for the broker; its ``ActivityStarted`` event, or nothing."""
+    if not eager.activities_on():
+        return []
+    task = tasks.next_ready_activity(run.id, queue=done.queue, connection=done.connection, now=now)
+    if task is None or not compatibility.accepts(task):
+        return []
+    sibling = activities.get_execution(task.activity_execution_id)
+    if sibling is None or sibling.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
+        return []
+    if not eager.sibling_ok(done, sibling):
+        return []
+    claimed = tasks.claim(
+        task, owner=worker_id(), now=now, lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS
+    )
+    if claimed is None:
+        return []
+    lease, started = _begin(run, claimed, sibling, now=now)
+    eager.offer(eager.ACTIVITY, lease)
+    return [started]
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

@@ -31,6 +31,11 @@ from durable_workflow.store.records import TaskRecord, WorkerMarkers
 logger = logging.getLogger("durable_workflow")
 
 
+def accepts(task: TaskRecord) -> bool:
+    """Does this process support ``task``'s compatibility marker?"""
+    return mismatch_reason(local_markers(), task.compatibility) is None
+
+
 def refuse(task: TaskRecord) -> bool:
     """True when this process may not claim ``task`` (its message is then handed back)."""
     markers = local_markers()

@@ -8,7 +8,9 @@ A sequential workflow then needs no broker hop between its steps:
 * the transaction recording that activity's result also runs the workflow task
   it wakes (``workflow_task.continue_here``), which leases the next activity;
   when it cannot, the new workflow task itself is the follow-up;
-* a workflow task paused for a local activity goes on after its commit.
+* a workflow task paused for a local activity goes on after its commit;
+* the transaction recording one result of a fan-out leases the next ready
+  sibling to this process (its own message then finds it taken).
 
 ``drain()`` runs the follow-ups one after the other, never nested, and counts
 them: past ``EAGER_CHAIN_LIMIT`` in one message nothing more is handed off, so
@@ -106,16 +108,37 @@ def take_held() -> tuple[TaskRecord, ActivityRecord] | None:
     return held
 
 
+def sibling_ok(done: ActivityRecord, sibling: ActivityRecord) -> bool:
+    """May this process, having just run ``done``, run its fan-out sibling next?"""
+    return (
+        sibling.queue == done.queue
+        and sibling.connection == done.connection
+        and _runnable_here(sibling)
+    )
+
+
 def _activity_ok(run: RunRecord, execution: Any) -> bool:
-    settings = get_settings()
+    return (
+        execution.queue == run.queue
+        and execution.connection == run.connection
+        and _runnable_here(execution)
+    )
+
+
+def activities_on() -> bool:
+    """May this process lease one more activity to itself in the current message?"""
     return bool(
-        settings.EAGER_ACTIVITIES
+        get_settings().EAGER_ACTIVITIES
         # The testing kit runs every ready task in the calling process already, and
         # its assertions count what was dispatched: nothing to save there.
         and not getattr(dispatch.backend(), "in_process", False)
         and allowed()
-        and execution.queue == run.queue
-        and execution.connection == run.connection
+    )
+
+
+def _runnable_here(execution: Any) -> bool:
+    return bool(
+        activities_on()
         and not execution.options.get("worker_session")
         and (
             execution.activity_type in hooks.activity_mocks

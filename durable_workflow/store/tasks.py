@@ -188,6 +188,24 @@ def get(task_id: uuid.UUID | str) -> TaskRecord | None:
     return _first([("id", "=", task_id)])
 
 
+def next_ready_activity(
+    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+) -> TaskRecord | None:
+    """Some ready, due activity task of the run on this queue and connection."""
+    return _first(
+        [
+            ("run_id", "=", run_id),
+            ("task_type", "=", TaskType.ACTIVITY),
+            ("status", "=", TaskStatus.READY),
+            ("available_at", "<=", now),
+            ("queue", "IS NULL", None) if queue is None else ("queue", "=", queue),
+            ("connection", "IS NULL", None)
+            if connection is None
+            else ("connection", "=", connection),
+        ]
+    )
+
+
 def settle_if_held(
     task_id: uuid.UUID,
     lease_id: uuid.UUID,

@@ -43,6 +43,19 @@ class Unknown(Workflow):
         return dw.activity("tests.eager.not-registered-here", 1)
 
 
+class MixedQueues(Workflow):
+    type_key = "tests.eager.mixed-queues"
+
+    def handle(self) -> Any:
+        return dw.all(
+            [
+                lambda: dw.activity(Add, 1, 2),
+                lambda: dw.activity(Add, ActivityOptions(queue="elsewhere"), 3, 4),
+                lambda: dw.activity(Add, 5, 6),
+            ]
+        )
+
+
 def eager_settings(**more: Any) -> dict[str, Any]:
     return {
         **settings.DURABLE_WORKFLOW,
@@ -151,14 +164,6 @@ def test_a_workflow_task_that_cannot_continue_in_place_is_published(recorder, mo
     assert "could not continue in place" in caplog.text  # the fallback, not the normal path
 
 
-def test_a_fan_out_publishes_all_but_one(recorder):
-    stub = start("tests.fanout", "eager-4", 4)
-    executor.run_workflow_task(first_task(stub).id)
-    assert sent(recorder, "activity") == 3
-    assert event_types(stub).count("ActivityCompleted") == 1
-    assert len([t for t in tasks_of(stub, "activity") if t.status == "ready"]) == 3
-
-
 @pytest.mark.parametrize(
     ("workflow", "why"),
     [("tests.eager.other-queue", "another-queue"), ("tests.eager.unknown", "unknown-here")],
@@ -233,3 +238,46 @@ def test_a_warm_body_is_fed_from_memory_only_without_gaps():
     assert [e.sequence for e in workflow_task._known_tail(run, runtime)] == [6, 7, 8, 9]
     run.next_sequence = 11  # someone else wrote 10
     assert workflow_task._known_tail(run, runtime) is None
+
+
+def test_a_fan_out_member_hands_its_process_the_next_sibling(recorder):
+    stub = start("tests.fanout", "eager-fan", 6)
+    executor.run_workflow_task(first_task(stub).id)
+    # The workflow task ran the first member; each result leased the next ready one to
+    # this process in the transaction that recorded it.
+    assert event_types(stub).count("ActivityCompleted") == 6
+    started = events_of(stub, "ActivityStarted")
+    assert len(started) == 6 and {event["lease_owner"] for event in started} == {worker_id()}
+    # All but the first were published with the fan-out, for any worker to take;
+    # delivered now, they find the tasks taken and do nothing.
+    activities = tasks_of(stub, "activity")
+    assert sent(recorder, "activity") == 5
+    assert [executor.run_activity_task(task.id) for task in activities] == ["skipped"] * 6
+    assert event_types(stub).count("ActivityStarted") == 6
+    # The first result woke the workflow; the others found that task still waiting.
+    assert executor.run_workflow_task(first_task(stub).id) == "completed"
+    assert stub.refresh().status() == "completed" and stub.output() == list(range(6))
+
+
+def test_a_fan_out_member_takes_no_sibling_past_the_chain_limit(recorder):
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_CHAIN_LIMIT=3)):
+        stub = start("tests.fanout", "eager-fan-limit", 6)
+        executor.run_workflow_task(first_task(stub).id)
+        ready = Task.objects.filter(run_id=stub.run_id(), task_type="activity", status="ready")
+        assert ready.count() == 3  # three ran in the message; the rest wait for theirs
+        # The next message runs its task, and that one's result takes the other two.
+        outcomes = [executor.run_activity_task(task.id) for task in list(ready)]
+        assert outcomes == ["completed", "skipped", "skipped"]
+        assert executor.run_workflow_task(first_task(stub).id) == "completed"
+    assert stub.refresh().status() == "completed" and stub.output() == list(range(6))
+
+
+def test_a_sibling_on_another_queue_is_left_to_its_workers(recorder):
+    stub = start("tests.eager.mixed-queues", "eager-fan-queues")
+    executor.run_workflow_task(first_task(stub).id)
+    elsewhere = Task.objects.get(run_id=stub.run_id(), task_type="activity", queue="elsewhere")
+    assert elsewhere.status == "ready"
+    assert executor.run_activity_task(elsewhere.id) == "completed"
+    for task in Task.objects.filter(run_id=stub.run_id(), status="ready", task_type="workflow"):
+        executor.run_workflow_task(task.id)
+    assert stub.refresh().status() == "completed" and stub.output() == [3, 7, 11]

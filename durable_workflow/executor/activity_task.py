@@ -16,8 +16,6 @@ import logging
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
@@ -46,7 +44,6 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import activities, runs, sql, tasks
 from durable_workflow.store.records import ActivityRecord, TaskRecord
-from durable_workflow.store.sql import batched
 
 logger = logging.getLogger("durable_workflow")
 
@@ -95,7 +92,7 @@ def _claim(task_id: Any) -> Lease | None:
         return None
     if compatibility.refuse(task):
         return None
-    with transaction.atomic(), batched(WorkflowRun):
+    with sql.atomic(WorkflowRun):
         # Read before the run lock, to hold it briefly: whatever closes the execution
         # meanwhile also cancels this task, and the claim below only takes a ready task.
         execution = activities.get_execution(task.activity_execution_id)
@@ -261,7 +258,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 ]
             )
         )
-    with transaction.atomic(), batched(WorkflowRun):
+    with sql.atomic(WorkflowRun):
         run, held, *asked = sql.together(WorkflowRun, statements)
         if run is None:
             return "stale"

@@ -56,9 +56,8 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
-from durable_workflow.store import commands, history, runs, tasks
+from durable_workflow.store import commands, history, runs, sql, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
-from durable_workflow.store.sql import batched
 
 logger = logging.getLogger("durable_workflow")
 
@@ -100,7 +99,7 @@ def finish_pending(outcome: str | _Pending) -> str:
 @retry_when_locked
 def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
-    with transaction.atomic(), batched(WorkflowRun):
+    with sql.atomic(WorkflowRun):
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY:
             return "skipped"
@@ -147,7 +146,7 @@ def _start(task_id: Any) -> str | _Pending:
 def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
     now = clock.now()
     lease = pending.lease
-    with transaction.atomic(), batched(WorkflowRun):
+    with sql.atomic(WorkflowRun):
         task = lease.task
         assert task.lease_id is not None
         run = runs.lock_run(lease.run_id)

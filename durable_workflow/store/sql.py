@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from django.db import connections, router
+from django.db import connections, router, transaction
 from django.db.models import Model
 
 
@@ -264,20 +264,30 @@ class _Deferred(threading.local):
         self.statements: list[str] = []
         self.params: list[Any] = []
         self.flushing = False
-        self.outermost = False
 
 
 _deferred = _Deferred()
 
 
 @contextlib.contextmanager
-def batched(model: type[Model]) -> Iterator[None]:
+def atomic(model: type[Model]) -> Iterator[None]:
+    """``transaction.atomic()`` for ``model``'s database, with :func:`batched` writes.
+
+    When this is the outermost block (the usual case for a task), its last flush also
+    carries the ``COMMIT``, so the driver has nothing left to send when Django commits.
+    """
+    with transaction.atomic(using=router.db_for_write(model)), batched(model, commit=True):
+        yield
+
+
+@contextlib.contextmanager
+def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
     """Let writes marked ``defer`` wait and go out together (PostgreSQL with client-side
     binding, Django's default; elsewhere every statement runs at once).
 
     Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
-    Directly inside the outermost one, the last flush also carries the ``COMMIT``; the
-    driver then has nothing left to send when Django commits.
+    ``commit`` (only for :func:`atomic`, which owns that block): end the transaction in
+    the last flush when the block is the outermost one.
     """
     conn = connections[router.db_for_write(model)]
     usable = _multi_statement(conn) and _deferred.alias is None
@@ -285,11 +295,11 @@ def batched(model: type[Model]) -> Iterator[None]:
         yield
         return
     _deferred.alias = conn.alias
-    _deferred.outermost = _outermost(conn)
+    commit = commit and _outermost(conn)
     try:
         with conn.execute_wrapper(_flush_first):
             yield
-            flush(commit=_deferred.outermost and _outermost(conn))
+            flush(commit=commit and _outermost(conn))
     finally:
         _deferred.alias = None
         _deferred.statements, _deferred.params = [], []
@@ -307,7 +317,7 @@ def _outermost(conn: Any) -> bool:
 
 def flush(*, commit: bool = False) -> None:
     """Send the deferred writes now (one round trip); with ``commit``, end the
-    transaction in the same round trip (only from :func:`batched`)."""
+    transaction in the same round trip (only from :func:`atomic`)."""
     statements, params = _deferred.statements, _deferred.params
     if commit:
         statements = [*statements, "COMMIT"]

@@ -137,7 +137,7 @@ def test_the_last_batch_carries_the_commit(run_id):
     row = built(run_id)
     sent, record = _sent_to_driver()
     committed: list[bool] = []
-    with connection.execute_wrapper(record), transaction.atomic(), sql.batched(WorkflowRun):
+    with connection.execute_wrapper(record), sql.atomic(WorkflowRun):
         TASKS.insert([sql.values(row)], defer=True)
         transaction.on_commit(lambda: committed.append(Task.objects.filter(id=row.id).exists()))
     if connection.vendor == "postgresql":
@@ -150,16 +150,25 @@ def test_a_nested_batch_leaves_the_commit_to_the_outer_block(run_id):
     row = built(run_id)
     sent, record = _sent_to_driver()
     with connection.execute_wrapper(record), transaction.atomic():
-        with transaction.atomic(), sql.batched(WorkflowRun):
+        with sql.atomic(WorkflowRun):
             TASKS.insert([sql.values(row)], defer=True)
         assert not any("COMMIT" in statement for statement in sent), sent
         TASKS.update({"last_error": "after"}, [("id", "=", row.id)])
     assert Task.objects.get(id=row.id).last_error == "after"
 
 
+def test_a_batch_in_a_block_it_does_not_own_never_commits_it(run_id):
+    row = built(run_id)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with sql.batched(WorkflowRun):
+            TASKS.insert([sql.values(row)], defer=True)
+        raise RuntimeError("the block goes on after the batch, and fails")
+    assert not Task.objects.filter(id=row.id).exists()
+
+
 def test_a_constraint_checked_at_commit_fails_the_block(run_id):
     orphan = built(uuid.uuid4())  # no such run: the foreign key is checked at COMMIT
-    with pytest.raises(IntegrityError), transaction.atomic(), sql.batched(WorkflowRun):
+    with pytest.raises(IntegrityError), sql.atomic(WorkflowRun):
         TASKS.insert([sql.values(orphan)], defer=True)
     assert not Task.objects.filter(id=orphan.id).exists()
     assert Task.objects.filter(run_id=run_id).exists()  # the connection works on

@@ -155,11 +155,19 @@ def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no
 
 @contextlib.contextmanager
 def orm_guard() -> Iterator[None]:
-    """Refuse database access from workflow-body greenlets on every connection."""
-    with contextlib.ExitStack() as stack:
-        for conn in connections.all():
-            stack.enter_context(conn.execute_wrapper(_refuse_orm_in_body))
+    """Refuse database access from workflow-body greenlets on every connection.
+
+    The guard goes first among the connection's wrappers, so a refused query
+    touches nothing (e.g. not the writes ``store.sql`` holds back for later).
+    """
+    guarded = list(connections.all())
+    for conn in guarded:
+        conn.execute_wrappers.insert(0, _refuse_orm_in_body)
+    try:
         yield
+    finally:
+        for conn in guarded:
+            conn.execute_wrappers.remove(_refuse_orm_in_body)
 
 
 def engine_limits() -> dict[str, int]:

@@ -99,36 +99,46 @@ def finish_pending(outcome: str | _Pending) -> str:
 @retry_when_locked
 def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
-    with sql.atomic(WorkflowRun):
-        task = tasks.get(task_id)
-        if task is None or task.status != TaskStatus.READY:
-            return "skipped"
-        if compatibility.refuse(task):
-            return "incompatible"
-        replay_mode, owner_queue = affinity.decide(task, now=now)
-        if owner_queue is not None:
+    # Read outside a transaction: a task already taken (a coalesced wake, a message
+    # sent twice) costs one round trip. The claim below is a compare-and-set anyway.
+    task = tasks.get(task_id)
+    if task is None or task.status != TaskStatus.READY:
+        return "skipped"
+    if compatibility.refuse(task):
+        return "incompatible"
+    replay_mode, owner_queue = affinity.decide(task, now=now)
+    if owner_queue is not None:
+        with transaction.atomic():
             affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
-            return "held"
-        run = runs.lock_run(task.run_id)
-        if (
-            run is not None
-            and run.status == RunStatus.RUNNING  # only set while a local activity runs
-            and tasks.workflow_task_in_progress(run.id, now=now)
-        ):
-            # A local activity of this run is running under another task's lease: try later.
-            tasks.release(task.id, available_at=now + dt.timedelta(seconds=1), now=now)
-            dispatch.enqueue(tasks.get(task.id))  # type: ignore[arg-type]
-            return "busy"
-        settings = get_settings()
-        claimed = tasks.claim(
-            task,
-            owner=worker_id(),
-            now=now,
-            lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS,
-            replay_mode=replay_mode,
+        return "held"
+    seen = sticky.cache.seen(task.run_id)
+    settings = get_settings()
+    with sql.atomic(WorkflowRun):
+        # One round trip: the run lock, then the claim and the events the body has not
+        # seen (both read once the lock is held).
+        run, claimed, unseen = sql.together(
+            WorkflowRun,
+            [
+                runs.lock_statement(task.run_id),
+                tasks.claim_statement(
+                    task,
+                    owner=worker_id(),
+                    now=now,
+                    lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS,
+                    replay_mode=replay_mode,
+                ),
+                history.history_statement(task.run_id, after_sequence=seen),
+            ],
         )
         if run is None or claimed is None:
             return "skipped"
+        if run.status == RunStatus.RUNNING and tasks.workflow_task_in_progress(
+            run.id, now=now, besides=claimed.id
+        ):
+            # A local activity of this run is running under another task's lease: try later.
+            tasks.release(claimed.id, available_at=now + dt.timedelta(seconds=1), now=now)
+            dispatch.enqueue(tasks.get(claimed.id))  # type: ignore[arg-type]
+            return "busy"
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return "skipped"
@@ -139,7 +149,10 @@ def _start(task_id: Any) -> str | _Pending:
             return "timed_out"
         if claimed.payload.get("absorb"):  # child outcomes or messages arrived
             lifecycle.append(run, report_children(run) + deliver_pending(run), now=now)
-        return _advance_and_settle(run, claimed, _runtime_for(run), now=now)
+        runtime = _runtime_for(run)
+        if runtime.last_sequence == seen:
+            runtime.unfed = unseen  # read under the lock: _known_tail needs nothing more
+        return _advance_and_settle(run, claimed, runtime, now=now)
 
 
 @retry_when_locked

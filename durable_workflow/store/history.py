@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import uuid
@@ -21,15 +22,27 @@ def load_history(
     run_id: uuid.UUID | str, *, after_sequence: int = 0, up_to: int | None = None
 ) -> list[Event]:
     """The run's events in order, in one query (optionally only a window of sequences)."""
+    statement = history_statement(run_id, after_sequence=after_sequence, up_to=up_to)
+    return sql.together(HistoryEvent, [statement])[0]
+
+
+def history_statement(
+    run_id: uuid.UUID | str, *, after_sequence: int = 0, up_to: int | None = None
+) -> sql.Statement:
+    """:func:`load_history` as a statement for ``sql.together`` (outcome: the events)."""
     where: list[sql.Condition] = [("run_id", "=", run_id)]
     if after_sequence:
         where.append(("sequence", ">", after_sequence))
     if up_to is not None:
         where.append(("sequence", "<=", up_to))
-    return [
-        Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
-        for seq, kind, payload, at in _EVENTS.select(_COLUMNS, where, order_by="sequence")
-    ]
+    read = _EVENTS.select_statement(_COLUMNS, where, order_by="sequence")
+    return dataclasses.replace(
+        read,
+        outcome=lambda cursor: [
+            Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
+            for seq, kind, payload, at in read.outcome(cursor)
+        ],
+    )
 
 
 def append_events(

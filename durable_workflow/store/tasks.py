@@ -149,10 +149,25 @@ def claim(
     The generation read with ``task`` is part of the condition, so the returned
     record (built without a second read) is exactly what the row now holds.
     """
+    statement = claim_statement(
+        task, owner=owner, now=now, lease_seconds=lease_seconds, replay_mode=replay_mode
+    )
+    return sql.together(Task, [statement])[0]
+
+
+def claim_statement(
+    task: TaskRecord,
+    *,
+    owner: str,
+    now: dt.datetime,
+    lease_seconds: int,
+    replay_mode: str | None = None,
+) -> sql.Statement:
+    """:func:`claim` as a statement for ``sql.together`` (outcome: the leased record)."""
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
     sticky = {"sticky_replay_mode": replay_mode, "sticky_claimed_at": now} if replay_mode else {}
-    claimed = _TASKS.update(
+    update = _TASKS.update_statement(
         {
             "status": TaskStatus.LEASED,
             "lease_owner": owner,
@@ -171,9 +186,7 @@ def claim(
             ("lease_generation", "=", task.lease_generation),
         ],
     )
-    if not claimed:
-        return None
-    return dataclasses.replace(
+    leased = dataclasses.replace(
         task,
         status=TaskStatus.LEASED,
         lease_owner=owner,
@@ -181,6 +194,9 @@ def claim(
         lease_generation=task.lease_generation + 1,
         attempt_count=task.attempt_count + 1,
         lease_expires_at=expires,
+    )
+    return dataclasses.replace(
+        update, outcome=lambda cursor: leased if update.outcome(cursor) else None
     )
 
 
@@ -387,16 +403,20 @@ def _held(task_id: uuid.UUID, lease_id: uuid.UUID, generation: int) -> list[sql.
     ]
 
 
-def workflow_task_in_progress(run_id: uuid.UUID, *, now: dt.datetime) -> bool:
-    """A workflow task of the run holds an unexpired lease (a local activity is running)."""
-    return _TASKS.exists(
-        [
-            ("run_id", "=", run_id),
-            ("task_type", "=", TaskType.WORKFLOW),
-            ("status", "=", TaskStatus.LEASED),
-            ("lease_expires_at", ">", now),
-        ]
-    )
+def workflow_task_in_progress(
+    run_id: uuid.UUID, *, now: dt.datetime, besides: uuid.UUID | None = None
+) -> bool:
+    """A workflow task of the run (other than ``besides``) holds an unexpired lease (a
+    local activity is running)."""
+    where: list[sql.Condition] = [
+        ("run_id", "=", run_id),
+        ("task_type", "=", TaskType.WORKFLOW),
+        ("status", "=", TaskStatus.LEASED),
+        ("lease_expires_at", ">", now),
+    ]
+    if besides is not None:
+        where.append(("id", "<>", besides))
+    return _TASKS.exists(where)
 
 
 def last_workflow_task_status(run_id: uuid.UUID) -> str | None:

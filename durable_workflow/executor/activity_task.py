@@ -61,6 +61,8 @@ class Lease:
     execution: ActivityRecord
     instance_id: str
     payload_codec: str
+    #: Taken after a sibling's result: its own result likely has siblings to take too.
+    fan_out: bool = False
 
 
 def run_activity_task(task_id: Any) -> str:
@@ -258,6 +260,14 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
                 ]
             )
         )
+        if lease.fan_out and eager.activities_on():
+            # The sibling to take next, read in the same round trip (see _take_sibling).
+            where = {"queue": execution.queue, "connection": execution.connection, "now": now}
+            ids = tasks.next_ready_execution_id(lease.run_id, **where)
+            statements += [
+                tasks.next_ready_activity_statement(lease.run_id, **where),
+                activities.execution_statement(ids),
+            ]
     with sql.atomic(WorkflowRun):
         run, held, *asked = sql.together(WorkflowRun, statements)
         if run is None:
@@ -288,7 +298,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             outcome = "completed"
             # Asked in statements of their own: a subquery of the locking read would
             # answer from before its wait (a workflow task since taken would look ready).
-            ready, others_open = asked[0]
+            (ready, others_open), *found = asked
             here = False
             if ready:
                 wake_workflow(run, now=now, ready=True)  # that task reads this result too
@@ -302,7 +312,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             )
             events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
             if others_open:
-                events += _take_sibling(run, execution, now=now)
+                events += _take_sibling(run, execution, now=now, found=found)
             if here:
                 # The workflow goes on in this very transaction: one per step.
                 lifecycle.append(run, events, now=now)
@@ -319,18 +329,33 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 
 
 def _take_sibling(
-    run: Any, done: ActivityRecord, *, now: dt.datetime
+    run: Any, done: ActivityRecord, *, now: dt.datetime, found: list[Any]
 ) -> list[tuple[str, dict[str, Any]]]:
     """A fan-out member finished here: lease the next ready sibling to this process, to
     run once this transaction commits (its message then finds it taken), rather than
-    wait for the broker; its ``ActivityStarted`` event, or nothing."""
+    wait for the broker; its ``ActivityStarted`` event, or nothing.
+
+    ``found``: that sibling's task and execution, when the settle read them with the
+    run lock (they must match; else nothing is taken), or empty to read them here.
+    """
     if not eager.activities_on():
         return []
-    task = tasks.next_ready_activity(run.id, queue=done.queue, connection=done.connection, now=now)
-    if task is None or not compatibility.accepts(task):
+    if found:
+        task, sibling = found
+        if task is None or sibling is None or sibling.id != task.activity_execution_id:
+            return []
+    else:
+        task = tasks.next_ready_activity(
+            run.id, queue=done.queue, connection=done.connection, now=now
+        )
+        if task is None:
+            return []
+        sibling = activities.get_execution(task.activity_execution_id)
+        if sibling is None:
+            return []
+    if not compatibility.accepts(task):
         return []
-    sibling = activities.get_execution(task.activity_execution_id)
-    if sibling is None or sibling.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
+    if sibling.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
         return []
     if not eager.sibling_ok(done, sibling):
         return []
@@ -340,7 +365,7 @@ def _take_sibling(
     if claimed is None:
         return []
     lease, started = _begin(run, claimed, sibling, now=now)
-    eager.offer(eager.ACTIVITY, lease)
+    eager.offer(eager.ACTIVITY, dataclasses.replace(lease, fan_out=True))
     return [started]
 
 

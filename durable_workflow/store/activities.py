@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from typing import Any
@@ -83,7 +84,17 @@ def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
 
 
 def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:
-    rows = _EXECUTIONS.select(_FIELDS, [("id", "=", execution_id)])
+    return _first_record(_EXECUTIONS.select(_FIELDS, [("id", "=", execution_id)]))
+
+
+def execution_statement(ids: sql.Statement) -> sql.Statement:
+    """The execution whose id the subquery ``ids`` selects, for ``sql.together``
+    (outcome: its record or ``None``)."""
+    read = _EXECUTIONS.select_statement(_FIELDS, [("id", "IN SELECT", ids)])
+    return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
+
+
+def _first_record(rows: list[list[Any]]) -> ActivityRecord | None:
     return ActivityRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
 
 

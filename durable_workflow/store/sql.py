@@ -63,7 +63,8 @@ _PLAIN_TYPES = frozenset(
 )
 
 #: A condition: (field name, operator, value); the operator is ``=``, ``<=``,
-#: ``>``, ``<>``, ``IN`` (value: a sequence) or ``IS NULL`` (value ignored).
+#: ``>``, ``<>``, ``IN`` (value: a sequence), ``IN SELECT`` (value: a
+#: :class:`Statement` selecting one column) or ``IS NULL`` (value ignored).
 Condition = tuple[str, str, Any]
 
 
@@ -182,24 +183,31 @@ class Table:
         return frozenset(names)
 
     @staticmethod
-    def _shape(where: Sequence[Condition]) -> tuple[tuple[str, str, int], ...]:
-        return tuple((name, op, len(value) if op == "IN" else 0) for name, op, value in where)
+    def _shape(where: Sequence[Condition]) -> tuple[tuple[str, str, Any], ...]:
+        return tuple(
+            (name, op, len(value) if op == "IN" else value.sql if op == "IN SELECT" else 0)
+            for name, op, value in where
+        )
 
     def _where_params(self, where: Sequence[Condition], conn: Any) -> list[Any]:
         params: list[Any] = []
         for name, op, value in where:
             if op == "IN":
                 params.extend(self._prep(name, item, conn) for item in value)
+            elif op == "IN SELECT":
+                params.extend(value.params)
             elif op != "IS NULL":
                 params.append(self._prep(name, value, conn))
         return params
 
-    def _where_sql(self, shape: tuple[tuple[str, str, int], ...]) -> str:
+    def _where_sql(self, shape: tuple[tuple[str, str, Any], ...]) -> str:
         parts = []
         for name, op, size in shape:
             column = self._column(name)
             if op == "IN":
                 parts.append(f"{column} IN ({', '.join(['%s'] * size)})")
+            elif op == "IN SELECT":
+                parts.append(f"{column} IN ({size})")
             elif op == "IS NULL":
                 parts.append(f"{column} IS NULL")
             else:
@@ -210,7 +218,7 @@ class Table:
     def _select_sql(
         self,
         names: tuple[str, ...],
-        shape: tuple[tuple[str, str, int], ...],
+        shape: tuple[tuple[str, str, Any], ...],
         order_by: str | None,
         limit: int | None,
         locking: bool,
@@ -230,7 +238,7 @@ class Table:
         self,
         names: tuple[str, ...],
         adds: tuple[str, ...],
-        shape: tuple[tuple[str, str, int], ...],
+        shape: tuple[tuple[str, str, Any], ...],
     ) -> str:
         sets = ", ".join(
             f"{column} = {column} + %s" if name in adds else f"{column} = %s"

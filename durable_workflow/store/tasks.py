@@ -47,7 +47,10 @@ def record_of(row: Task) -> TaskRecord:
 
 
 def _first(where: list[sql.Condition], **options: Any) -> TaskRecord | None:
-    rows = _TASKS.select(_FIELDS, where, limit=1, **options)
+    return _record_of_first(_TASKS.select(_FIELDS, where, limit=1, **options))
+
+
+def _record_of_first(rows: list[list[Any]]) -> TaskRecord | None:
     return TaskRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
 
 
@@ -208,18 +211,39 @@ def next_ready_activity(
     run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
 ) -> TaskRecord | None:
     """Some ready, due activity task of the run on this queue and connection."""
-    return _first(
-        [
-            ("run_id", "=", run_id),
-            ("task_type", "=", TaskType.ACTIVITY),
-            ("status", "=", TaskStatus.READY),
-            ("available_at", "<=", now),
-            ("queue", "IS NULL", None) if queue is None else ("queue", "=", queue),
-            ("connection", "IS NULL", None)
-            if connection is None
-            else ("connection", "=", connection),
-        ]
-    )
+    return _first(_next_ready(run_id, queue=queue, connection=connection, now=now))
+
+
+def next_ready_activity_statement(
+    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+) -> sql.Statement:
+    """:func:`next_ready_activity` as a statement for ``sql.together``."""
+    where = _next_ready(run_id, queue=queue, connection=connection, now=now)
+    read = _TASKS.select_statement(_FIELDS, where, limit=1)
+    return dataclasses.replace(read, outcome=lambda cursor: _record_of_first(read.outcome(cursor)))
+
+
+def next_ready_execution_id(
+    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+) -> sql.Statement:
+    """The execution id of the task :func:`next_ready_activity_statement` finds, as a
+    subquery (``IN SELECT``): the same conditions, so the same first row of the index
+    while the run is locked (the caller still checks that the two match)."""
+    where = _next_ready(run_id, queue=queue, connection=connection, now=now)
+    return _TASKS.select_statement(["activity_execution_id"], where, limit=1)
+
+
+def _next_ready(
+    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+) -> list[sql.Condition]:
+    return [
+        ("run_id", "=", run_id),
+        ("task_type", "=", TaskType.ACTIVITY),
+        ("status", "=", TaskStatus.READY),
+        ("available_at", "<=", now),
+        ("queue", "IS NULL", None) if queue is None else ("queue", "=", queue),
+        ("connection", "IS NULL", None) if connection is None else ("connection", "=", connection),
+    ]
 
 
 def settle_if_held(

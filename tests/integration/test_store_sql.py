@@ -206,3 +206,25 @@ def test_several_truths_in_one_read(run_id):
     mine = TASKS.exists_clause([("id", "=", row.id)])
     other = TASKS.exists_clause([("id", "=", uuid.uuid4())])
     assert sql.truths(Task, [mine, other, mine]) == [True, False, True]
+
+
+def test_statements_together_each_read_after_the_one_before(run_id):
+    row = built(run_id)
+    row.last_error = "new"
+    row.save()
+    mine = [("run_id", "=", run_id), ("task_type", "=", "activity")]
+    # One round trip on PostgreSQL: an update, then reads that see it, one of them
+    # through a subquery condition.
+    renamed, rows, through = sql.together(
+        Task,
+        [
+            TASKS.update_statement({"last_error": "seen"}, [("id", "=", row.id)]),
+            TASKS.select_statement(["id", "last_error"], mine),
+            TASKS.select_statement(
+                ["id"], [("id", "IN SELECT", TASKS.select_statement(["id"], mine, limit=1))]
+            ),
+        ],
+    )
+    assert renamed == 1
+    assert [tuple(r) for r in rows] == [(row.id, "seen")]
+    assert through == [[row.id]]

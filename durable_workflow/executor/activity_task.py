@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -47,6 +48,11 @@ from durable_workflow.store.records import ActivityRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
+#: Fan-out members that each ran for less than this are followed by several siblings
+#: at once (``EAGER_SIBLING_BATCH``); a slower one by one, so that idle workers get the
+#: rest.
+QUICK_SECONDS = 0.010
+
 
 @dataclasses.dataclass(frozen=True)
 class Lease:
@@ -76,8 +82,26 @@ def run_activity_task(task_id: Any) -> str:
 
 def run_claimed(lease: Lease) -> str:
     """Run a claimed attempt's user code and settle it."""
+    started = time.monotonic()
     ok, value = _invoke(lease)
-    return _settle(lease, ok, value)
+    if not ok:
+        return _settle(lease, ok, value)
+    return _settle_results([(lease, value)], quick=time.monotonic() - started < QUICK_SECONDS)[0]
+
+
+def run_claimed_together(leases: list[Lease]) -> list[str]:
+    """Run fan-out members taken together, one after the other, and settle their results
+    in one transaction (a failed attempt is settled on its own, at once)."""
+    results, outcomes = [], []
+    started = time.monotonic()
+    for lease in leases:
+        ok, value = _invoke(lease)
+        if ok:
+            results.append((lease, value))
+        else:
+            outcomes.append(_settle(lease, ok, value))
+    quick = (time.monotonic() - started) / len(leases) < QUICK_SECONDS
+    return outcomes + (_settle_results(results, quick=quick) if results else [])
 
 
 @retry_when_locked
@@ -228,145 +252,206 @@ def invoke_activity(
 
 @retry_when_locked
 def _settle(lease: Lease, ok: bool, value: Any) -> str:
-    from durable_workflow.executor import workflow_task  # it imports this module
-
-    now = clock.now()
-    execution = lease.execution
-    info = None if ok else describe(value, category=FailureCategory.ACTIVITY)
-    cancelling = isinstance(value, ActivityCancelled)
-    status = (
-        TaskStatus.CANCELLED if cancelling else TaskStatus.COMPLETED if ok else TaskStatus.FAILED
-    )
-    # One round trip: the run lock, then (each statement reading what the lock let
-    # through) the fencing settle and, for a result, whether a workflow task is waiting
-    # and whether another activity of the run is open.
-    statements = [
-        runs.lock_statement(lease.run_id),
-        tasks.settle_if_held_statement(
-            lease.task_id,
-            lease.lease_id,
-            lease.generation,
-            status,
-            now=now,
-            error=info.traceback if info else "",
-        ),
-    ]
+    """Record an attempt's outcome; a result goes through :func:`_settle_results`."""
     if ok:
-        statements.append(
-            sql.truths_statement(
-                [
-                    tasks.ready_workflow_clause(lease.run_id),
-                    activities.other_open_clause(lease.run_id, execution.id),
-                ]
-            )
-        )
-        if lease.fan_out and eager.activities_on():
-            # The sibling to take next, read in the same round trip (see _take_sibling).
-            where = {"queue": execution.queue, "connection": execution.connection, "now": now}
-            ids = tasks.next_ready_execution_id(lease.run_id, **where)
-            statements += [
-                tasks.next_ready_activity_statement(lease.run_id, **where),
-                activities.execution_statement(ids),
-            ]
+        return _settle_results([(lease, value)])[0]
+    now = clock.now()
+    info = describe(value, category=FailureCategory.ACTIVITY)
+    cancelling = isinstance(value, ActivityCancelled)
+    status = TaskStatus.CANCELLED if cancelling else TaskStatus.FAILED
     with sql.atomic(WorkflowRun):
-        run, held, *asked = sql.together(WorkflowRun, statements)
+        # One round trip: the run lock, then the fencing settle.
+        run, held = sql.together(
+            WorkflowRun,
+            [
+                runs.lock_statement(lease.run_id),
+                tasks.settle_if_held_statement(
+                    lease.task_id,
+                    lease.lease_id,
+                    lease.generation,
+                    status,
+                    now=now,
+                    error=info.traceback,
+                ),
+            ],
+        )
         if run is None:
             return "stale"
         if not held:
-            logger.info("stale report for activity %s ignored", execution.id)
+            logger.info("stale report for activity %s ignored", lease.execution.id)
             return "stale"
         closed = run.status in TERMINAL_RUN_STATUSES
-        if closed and not cancelling:
-            # The run closed first: the attempt ends cancelled whatever it returned.
-            tasks.settle(
-                lease.task_id, TaskStatus.CANCELLED, now=now, error=info.traceback if info else ""
-            )
         if closed or cancelling:
+            if closed and not cancelling:  # the attempt ends cancelled whatever happened
+                tasks.settle(lease.task_id, TaskStatus.CANCELLED, now=now, error=info.traceback)
             # The run closed, or is being cancelled: closing the run records the
             # ActivityCancelled event for this execution.
             activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
             return "cancelled" if not closed else "stale"
-        base = {
-            "sequence": execution.sequence,
-            "activity_execution_id": str(execution.id),
-            "activity_attempt_id": str(lease.attempt_id),
-            "activity_type": execution.activity_type,
-            "activity_class": execution.activity_class,
-            "attempt_number": lease.attempt_number,
-        }
-        if info is None:
-            outcome = "completed"
-            # Asked in statements of their own: a subquery of the locking read would
-            # answer from before its wait (a workflow task since taken would look ready).
-            (ready, others_open), *found = asked
-            here = False
-            if ready:
-                wake_workflow(run, now=now, ready=True)  # that task reads this result too
-            else:
-                here = not others_open and _eager_ok(run, execution)
-                if not here:
-                    wake_workflow(run, now=now, ready=False)
-            activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
-            activities.close_execution(
-                execution.id, ActivityStatus.COMPLETED, now=now, result=value
-            )
-            events = [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})]
-            if others_open:
-                events += _take_sibling(run, execution, now=now, found=found)
-            if here:
-                # The workflow goes on in this very transaction: one per step.
-                lifecycle.append(run, events, now=now)
-                events = []
-                if not workflow_task.continue_here(run, now=now):
-                    follow_up = wake_workflow(run, now=now, eager=True)  # here, after commit
-                    if follow_up is not None:
-                        eager.offer(eager.WORKFLOW, follow_up)
-        else:
-            outcome, events = retry_or_fail(lease, run, value, info, base, now=now)
+        outcome, events = retry_or_fail(lease, run, value, info, _base(lease), now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcome
 
 
-def _take_sibling(
-    run: Any, done: ActivityRecord, *, now: dt.datetime, found: list[Any]
-) -> list[tuple[str, dict[str, Any]]]:
-    """A fan-out member finished here: lease the next ready sibling to this process, to
-    run once this transaction commits (its message then finds it taken), rather than
-    wait for the broker; its ``ActivityStarted`` event, or nothing.
+@retry_when_locked
+def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) -> list[str]:
+    """Record the results of completed attempts of one run in one transaction, and go
+    on from there: run the workflow task they wake (a sequential step), or take the next
+    waiting members of their fan-out (several after ``quick`` ones)."""
+    from durable_workflow.executor import workflow_task  # it imports this module
 
-    ``found``: that sibling's task and execution, when the settle read them with the
-    run lock (they must match; else nothing is taken), or empty to read them here.
-    """
-    if not eager.activities_on():
-        return []
-    if found:
-        task, sibling = found
-        if task is None or sibling is None or sibling.id != task.activity_execution_id:
-            return []
-    else:
-        task = tasks.next_ready_activity(
-            run.id, queue=done.queue, connection=done.connection, now=now
+    now = clock.now()
+    leases = [lease for lease, _ in results]
+    first = leases[0]
+    # One round trip: the run lock, then (each statement reading what the lock let
+    # through) the fencing settles, whether a workflow task is waiting and whether
+    # another activity of the run is open, and the siblings to take next.
+    statements = [runs.lock_statement(first.run_id)]
+    statements += [
+        tasks.settle_if_held_statement(
+            lease.task_id, lease.lease_id, lease.generation, TaskStatus.COMPLETED, now=now
         )
-        if task is None:
-            return []
-        sibling = activities.get_execution(task.activity_execution_id)
-        if sibling is None:
-            return []
-    if not compatibility.accepts(task):
-        return []
-    if sibling.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
-        return []
-    if not eager.sibling_ok(done, sibling):
-        return []
-    claimed = tasks.claim(
-        task, owner=worker_id(), now=now, lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS
+        for lease in leases
+    ]
+    statements.append(
+        sql.truths_statement(
+            [
+                tasks.ready_workflow_clause(first.run_id),
+                activities.other_open_clause(
+                    first.run_id, [lease.execution.id for lease in leases]
+                ),
+            ]
+        )
     )
-    if claimed is None:
+    wanted = _siblings_wanted(quick)
+    if wanted and any(lease.fan_out for lease in leases):
+        where = {
+            "queue": first.execution.queue,
+            "connection": first.execution.connection,
+            "now": now,
+            "limit": wanted,
+        }
+        statements += [
+            tasks.next_ready_activities_statement(first.run_id, **where),
+            activities.executions_statement(tasks.next_ready_execution_ids(first.run_id, **where)),
+        ]
+    with sql.atomic(WorkflowRun):
+        run, *asked = sql.together(WorkflowRun, statements)
+        helds, ((ready, others_open), *found) = asked[: len(leases)], asked[len(leases) :]
+        outcomes = ["completed" if held else "stale" for held in helds]
+        for lease, held in zip(leases, helds, strict=True):
+            if not held:
+                logger.info("stale report for activity %s ignored", lease.execution.id)
+        kept = [result for result, held in zip(results, helds, strict=True) if held]
+        if run is None or not kept:
+            return ["stale"] * len(leases)
+        if run.status in TERMINAL_RUN_STATUSES:
+            # The run closed first: the attempts end cancelled whatever they returned
+            # (closing the run recorded ActivityCancelled for their executions).
+            for lease, _ in kept:
+                tasks.settle(lease.task_id, TaskStatus.CANCELLED, now=now)
+                activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
+            return ["stale"] * len(leases)
+        # The two questions were asked in statements of their own: a subquery of the
+        # locking read would answer from before its wait.
+        here = False
+        if ready:
+            wake_workflow(run, now=now, ready=True)  # that task reads these results too
+        else:
+            here = not others_open and _eager_ok(run, first.execution)
+            if not here:
+                wake_workflow(run, now=now, ready=False)
+        events = []
+        for lease, value in kept:
+            activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
+            activities.close_execution(
+                lease.execution.id, ActivityStatus.COMPLETED, now=now, result=value
+            )
+            events.append((EventType.ACTIVITY_COMPLETED, {**_base(lease), "result": value}))
+        if others_open and wanted:
+            events += _take_siblings(run, first.execution, now=now, found=found, count=wanted)
+        if here:
+            # The workflow goes on in this very transaction: one per step.
+            lifecycle.append(run, events, now=now)
+            events = []
+            if not workflow_task.continue_here(run, now=now):
+                follow_up = wake_workflow(run, now=now, eager=True)  # here, after commit
+                if follow_up is not None:
+                    eager.offer(eager.WORKFLOW, follow_up)
+        lifecycle.append(run, events, now=now)
+        runs.save_run(run, now=now)
+    return outcomes
+
+
+def _base(lease: Lease) -> dict[str, Any]:
+    """What every outcome event of an attempt says about it."""
+    execution = lease.execution
+    return {
+        "sequence": execution.sequence,
+        "activity_execution_id": str(execution.id),
+        "activity_attempt_id": str(lease.attempt_id),
+        "activity_type": execution.activity_type,
+        "activity_class": execution.activity_class,
+        "attempt_number": lease.attempt_number,
+    }
+
+
+def _siblings_wanted(quick: bool) -> int:
+    """How many waiting fan-out members this process should take after a result."""
+    if not eager.activities_on():
+        return 0
+    return max(0, min(get_settings().EAGER_SIBLING_BATCH if quick else 1, eager.room()))
+
+
+def _take_siblings(
+    run: Any, done: ActivityRecord, *, now: dt.datetime, found: list[Any], count: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """A fan-out member finished here: lease up to ``count`` waiting siblings to this
+    process, to run once this transaction commits (their messages then find them
+    taken), rather than wait for the broker; their ``ActivityStarted`` events.
+
+    ``found``: those siblings' tasks and executions, when the settle read them with the
+    run lock (a task whose execution is not among them is left alone), or empty to read
+    them here.
+    """
+    if found:
+        ready, executions = found
+    else:
+        ready = tasks.next_ready_activities(
+            run.id, queue=done.queue, connection=done.connection, now=now, limit=count
+        )
+        executions = activities.get_executions([task.activity_execution_id for task in ready])
+    chosen = [
+        (task, executions[task.activity_execution_id])
+        for task in ready
+        if task.activity_execution_id in executions
+        and compatibility.accepts(task)
+        and executions[task.activity_execution_id].status
+        in (ActivityStatus.PENDING, ActivityStatus.RUNNING)
+        and eager.sibling_ok(done, executions[task.activity_execution_id])
+    ]
+    if not chosen:
         return []
-    lease, started = _begin(run, claimed, sibling, now=now)
-    eager.offer(eager.ACTIVITY, dataclasses.replace(lease, fan_out=True))
-    return [started]
+    lease_seconds = get_settings().ACTIVITY_LEASE_SECONDS
+    claims = sql.together(
+        WorkflowRun,
+        [
+            tasks.claim_statement(task, owner=worker_id(), now=now, lease_seconds=lease_seconds)
+            for task, _ in chosen
+        ],
+    )
+    events, leases = [], []
+    for (_, sibling), claimed in zip(chosen, claims, strict=True):
+        if claimed is not None:
+            lease, started = _begin(run, claimed, sibling, now=now)
+            leases.append(dataclasses.replace(lease, fan_out=True))
+            events.append(started)
+    if len(leases) == 1:
+        eager.offer(eager.ACTIVITY, leases[0])
+    elif leases:
+        eager.offer(eager.ACTIVITIES, leases)
+    return events
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

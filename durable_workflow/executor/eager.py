@@ -10,7 +10,9 @@ A sequential workflow then needs no broker hop between its steps:
   when it cannot, the new workflow task itself is the follow-up;
 * a workflow task paused for a local activity goes on after its commit;
 * the transaction recording one result of a fan-out leases the next ready
-  sibling to this process (its own message then finds it taken).
+  sibling to this process (its own message then finds it taken); after quick
+  members, several siblings at once, run one after the other and settled in
+  one transaction (``EAGER_SIBLING_BATCH``).
 
 ``drain()`` runs the follow-ups one after the other, never nested, and counts
 them: past ``EAGER_CHAIN_LIMIT`` in one message nothing more is handed off, so
@@ -37,6 +39,7 @@ logger = logging.getLogger("durable_workflow")
 
 WORKFLOW = "workflow"
 ACTIVITY = "activity"
+ACTIVITIES = "activities"  # fan-out members taken together, settled together
 PENDING = "pending"  # a workflow task paused for a local activity
 
 
@@ -53,7 +56,12 @@ _state = _State()
 
 def allowed() -> bool:
     """May this process hand off one more follow-up in the current message?"""
-    return _state.hops < get_settings().EAGER_CHAIN_LIMIT
+    return room() > 0
+
+
+def room() -> int:
+    """How many more follow-ups this process may hand off in the current message."""
+    return get_settings().EAGER_CHAIN_LIMIT - _state.hops
 
 
 def offer(kind: str, value: Any) -> None:
@@ -73,12 +81,14 @@ def drain() -> None:
     try:
         while _state.follow_up is not None:
             (kind, value), _state.follow_up = _state.follow_up, None
-            _state.hops += 1
+            _state.hops += len(value) if kind == ACTIVITIES else 1
             try:
                 if kind == WORKFLOW:
                     workflow_task.run_once(value)
                 elif kind == PENDING:
                     workflow_task.finish_pending(value)
+                elif kind == ACTIVITIES:
+                    activity_task.run_claimed_together(value)
                 else:
                     activity_task.run_claimed(value)
             except Exception:  # the row stays as it is: lease expiry or repair take over

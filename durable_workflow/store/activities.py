@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import F
@@ -84,18 +85,28 @@ def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
 
 
 def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:
-    return _first_record(_EXECUTIONS.select(_FIELDS, [("id", "=", execution_id)]))
+    rows = _EXECUTIONS.select(_FIELDS, [("id", "=", execution_id)])
+    return _row_record(rows[0]) if rows else None
 
 
-def execution_statement(ids: sql.Statement) -> sql.Statement:
-    """The execution whose id the subquery ``ids`` selects, for ``sql.together``
-    (outcome: its record or ``None``)."""
+def get_executions(ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, ActivityRecord]:
+    """Executions by id."""
+    rows = _EXECUTIONS.select(_FIELDS, [("id", "IN", list(ids))]) if ids else []
+    return {record.id: record for record in map(_row_record, rows)}
+
+
+def executions_statement(ids: sql.Statement) -> sql.Statement:
+    """The executions whose ids the subquery ``ids`` selects, for ``sql.together``
+    (outcome: their records by id)."""
     read = _EXECUTIONS.select_statement(_FIELDS, [("id", "IN SELECT", ids)])
-    return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
+    return dataclasses.replace(
+        read,
+        outcome=lambda cursor: {r.id: r for r in map(_row_record, read.outcome(cursor))},
+    )
 
 
-def _first_record(rows: list[list[Any]]) -> ActivityRecord | None:
-    return ActivityRecord(**dict(zip(_FIELDS, rows[0], strict=True))) if rows else None
+def _row_record(row: list[Any]) -> ActivityRecord:
+    return ActivityRecord(**dict(zip(_FIELDS, row, strict=True)))
 
 
 def start_attempt(
@@ -315,8 +326,11 @@ def bump_attempt_count(execution_id: uuid.UUID) -> None:
     ActivityExecution.objects.filter(id=execution_id).update(attempt_count=F("attempt_count") + 1)
 
 
-def other_open_clause(run_id: uuid.UUID, execution_id: uuid.UUID) -> tuple[str, list[Any]]:
-    """Whether another activity of the run is still open, as an SQL truth (``sql.truths``)."""
+def other_open_clause(
+    run_id: uuid.UUID, execution_ids: Sequence[uuid.UUID]
+) -> tuple[str, list[Any]]:
+    """Whether an activity of the run other than these is still open, as an SQL truth
+    (``sql.truths``)."""
     return _EXECUTIONS.exists_clause(
-        [("run_id", "=", run_id), ("status", "IN", _OPEN), ("id", "<>", execution_id)]
+        [("run_id", "=", run_id), ("status", "IN", _OPEN), ("id", "NOT IN", execution_ids)]
     )

@@ -63,7 +63,7 @@ _PLAIN_TYPES = frozenset(
 )
 
 #: A condition: (field name, operator, value); the operator is ``=``, ``<=``,
-#: ``>``, ``<>``, ``IN`` (value: a sequence), ``IN SELECT`` (value: a
+#: ``>``, ``<>``, ``IN`` or ``NOT IN`` (value: a non-empty sequence), ``IN SELECT`` (value: a
 #: :class:`Statement` selecting one column) or ``IS NULL`` (value ignored).
 Condition = tuple[str, str, Any]
 
@@ -185,14 +185,18 @@ class Table:
     @staticmethod
     def _shape(where: Sequence[Condition]) -> tuple[tuple[str, str, Any], ...]:
         return tuple(
-            (name, op, len(value) if op == "IN" else value.sql if op == "IN SELECT" else 0)
+            (
+                name,
+                op,
+                len(value) if op in ("IN", "NOT IN") else value.sql if op == "IN SELECT" else 0,
+            )
             for name, op, value in where
         )
 
     def _where_params(self, where: Sequence[Condition], conn: Any) -> list[Any]:
         params: list[Any] = []
         for name, op, value in where:
-            if op == "IN":
+            if op in ("IN", "NOT IN"):
                 params.extend(self._prep(name, item, conn) for item in value)
             elif op == "IN SELECT":
                 params.extend(value.params)
@@ -204,8 +208,8 @@ class Table:
         parts = []
         for name, op, size in shape:
             column = self._column(name)
-            if op == "IN":
-                parts.append(f"{column} IN ({', '.join(['%s'] * size)})")
+            if op in ("IN", "NOT IN"):
+                parts.append(f"{column} {op} ({', '.join(['%s'] * size)})")
             elif op == "IN SELECT":
                 parts.append(f"{column} IN ({size})")
             elif op == "IS NULL":

@@ -207,30 +207,53 @@ def get(task_id: uuid.UUID | str) -> TaskRecord | None:
     return _first([("id", "=", task_id)])
 
 
-def next_ready_activity(
-    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
-) -> TaskRecord | None:
-    """Some ready, due activity task of the run on this queue and connection."""
-    return _first(_next_ready(run_id, queue=queue, connection=connection, now=now))
+def next_ready_activities(
+    run_id: uuid.UUID,
+    *,
+    queue: str | None,
+    connection: str | None,
+    now: dt.datetime,
+    limit: int = 1,
+) -> list[TaskRecord]:
+    """Up to ``limit`` ready, due activity tasks of the run on this queue and connection."""
+    statement = next_ready_activities_statement(
+        run_id, queue=queue, connection=connection, now=now, limit=limit
+    )
+    return sql.together(Task, [statement])[0]
 
 
-def next_ready_activity_statement(
-    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+def next_ready_activities_statement(
+    run_id: uuid.UUID,
+    *,
+    queue: str | None,
+    connection: str | None,
+    now: dt.datetime,
+    limit: int = 1,
 ) -> sql.Statement:
-    """:func:`next_ready_activity` as a statement for ``sql.together``."""
+    """:func:`next_ready_activities` as a statement for ``sql.together``."""
     where = _next_ready(run_id, queue=queue, connection=connection, now=now)
-    read = _TASKS.select_statement(_FIELDS, where, limit=1)
-    return dataclasses.replace(read, outcome=lambda cursor: _record_of_first(read.outcome(cursor)))
+    read = _TASKS.select_statement(_FIELDS, where, limit=limit)
+    return dataclasses.replace(
+        read,
+        outcome=lambda cursor: [
+            TaskRecord(**dict(zip(_FIELDS, row, strict=True))) for row in read.outcome(cursor)
+        ],
+    )
 
 
-def next_ready_execution_id(
-    run_id: uuid.UUID, *, queue: str | None, connection: str | None, now: dt.datetime
+def next_ready_execution_ids(
+    run_id: uuid.UUID,
+    *,
+    queue: str | None,
+    connection: str | None,
+    now: dt.datetime,
+    limit: int = 1,
 ) -> sql.Statement:
-    """The execution id of the task :func:`next_ready_activity_statement` finds, as a
-    subquery (``IN SELECT``): the same conditions, so the same first row of the index
-    while the run is locked (the caller still checks that the two match)."""
+    """The execution ids of the tasks :func:`next_ready_activities_statement` finds, as a
+    subquery (``IN SELECT``): the same conditions, so the same first rows of the index
+    while the run is locked (the caller still checks that they match)."""
     where = _next_ready(run_id, queue=queue, connection=connection, now=now)
-    return _TASKS.select_statement(["activity_execution_id"], where, limit=1)
+    return _TASKS.select_statement(["activity_execution_id"], where, limit=limit)
 
 
 def _next_ready(

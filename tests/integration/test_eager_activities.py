@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import time
 import types
 from typing import Any
 
@@ -18,7 +19,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 import durable_workflow as dw
-from durable_workflow import ActivityOptions, Workflow, clock, executor
+from durable_workflow import Activity, ActivityOptions, Workflow, clock, executor
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.executor import dispatch, sticky, workflow_task
 from durable_workflow.executor.common import worker_id
@@ -54,6 +55,21 @@ class MixedQueues(Workflow):
                 lambda: dw.activity(Add, 5, 6),
             ]
         )
+
+
+class Nap(Activity):
+    type_key = "tests.eager.nap"
+
+    def handle(self, index: int) -> int:
+        time.sleep(0.02)  # slower than a quick member
+        return index
+
+
+class SlowFanOut(Workflow):
+    type_key = "tests.eager.slow-fan-out"
+
+    def handle(self, count: int) -> Any:
+        return dw.all([lambda index=index: dw.activity(Nap, index) for index in range(count)])
 
 
 def eager_settings(**more: Any) -> dict[str, Any]:
@@ -281,3 +297,53 @@ def test_a_sibling_on_another_queue_is_left_to_its_workers(recorder):
     for task in Task.objects.filter(run_id=stub.run_id(), status="ready", task_type="workflow"):
         executor.run_workflow_task(task.id)
     assert stub.refresh().status() == "completed" and stub.output() == [3, 7, 11]
+
+
+def _commits_while(monkeypatch, action) -> int:
+    commits = []
+    real_commit = connection.commit
+    monkeypatch.setattr(connection, "commit", lambda: commits.append(1) or real_commit())
+    action()
+    return len(commits)
+
+
+@pytest.mark.parametrize(("batch", "expected"), [(8, 4), (1, 17)])
+def test_quick_fan_out_members_are_taken_and_settled_together(
+    recorder, monkeypatch, batch, expected
+):
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_SIBLING_BATCH=batch)):
+        stub = start("tests.fanout", f"eager-fan-batch-{batch}", 16)
+        task = first_task(stub)
+        commits = _commits_while(monkeypatch, lambda: executor.run_workflow_task(task.id))
+    assert event_types(stub).count("ActivityCompleted") == 16
+    # Batch 8: the workflow task, the first member's result (it takes eight), those
+    # eight results (they take the last seven), and theirs. One by one: one per member.
+    assert commits == expected
+    started = events_of(stub, "ActivityStarted")
+    assert {event["lease_owner"] for event in started} == {worker_id()}
+    assert executor.run_workflow_task(first_task(stub).id) == "completed"
+    assert stub.refresh().status() == "completed" and stub.output() == list(range(16))
+
+
+def test_slow_fan_out_members_are_taken_one_at_a_time(recorder):
+    stub = start("tests.eager.slow-fan-out", "eager-fan-slow", 4)
+    executor.run_workflow_task(first_task(stub).id)
+    kinds = [kind for kind in event_types(stub) if kind in ("ActivityStarted", "ActivityCompleted")]
+    # Each result's transaction starts the next member: never two running at once here.
+    assert kinds == ["ActivityStarted", "ActivityCompleted"] * 4
+    assert executor.run_workflow_task(first_task(stub).id) == "completed"
+    assert stub.refresh().output() == [0, 1, 2, 3]
+
+
+def test_a_member_failing_among_quick_ones_fails_the_fan_out(recorder):
+    stub = start("tests.fanout", "eager-fan-fail", 12, 6)
+    executor.run_workflow_task(first_task(stub).id)
+    while Task.objects.filter(run_id=stub.run_id(), status="ready").exists():
+        for task in Task.objects.filter(run_id=stub.run_id(), status="ready"):
+            if task.task_type == "workflow":
+                executor.run_workflow_task(task.id)
+            else:
+                executor.run_activity_task(task.id)
+    assert stub.refresh().status() == "failed"
+    assert event_types(stub).count("ActivityFailed") == 1
+    assert not Task.objects.filter(run_id=stub.run_id(), status__in=["ready", "leased"]).exists()

@@ -244,5 +244,27 @@ def outcome(scenario: Scenario, stub: WorkflowStub) -> dict[str, Any]:
     return {
         "status": stub.status(),
         "output": scenario.normalize(output, stub) if output is not None else None,
-        "events": [e.event_type for e in stub.history() if e.event_type not in IGNORED_EVENTS],
+        "events": _concurrent_runs_sorted(
+            [e.event_type for e in stub.history() if e.event_type not in IGNORED_EVENTS]
+        ),
     }
+
+
+_ATTEMPT_EVENTS = {"ActivityStarted", "ActivityCompleted"}
+
+
+def _concurrent_runs_sorted(kinds: list[str]) -> list[str]:
+    """Sort each stretch of consecutive attempt starts and results: members of a
+    fan-out may start and finish in any interleaving (a worker takes several at once),
+    which says nothing about the workflow."""
+    out: list[str] = []
+    stretch: list[str] = []
+    for kind in [*kinds, ""]:
+        if kind in _ATTEMPT_EVENTS:
+            stretch.append(kind)
+            continue
+        out += sorted(stretch)
+        stretch = []
+        if kind:
+            out.append(kind)
+    return out

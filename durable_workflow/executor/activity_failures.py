@@ -20,7 +20,7 @@ from durable_workflow.store import activities, commands, tasks
 from durable_workflow.store.records import ActivityRecord
 
 if TYPE_CHECKING:
-    from durable_workflow.executor.activity_task import Lease
+    from durable_workflow.executor.attempts import Lease
 
 
 def non_retryable(exc: BaseException, declared: list[str]) -> bool:

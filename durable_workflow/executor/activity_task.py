@@ -10,8 +10,6 @@ answered "stale" and writes nothing.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import logging
 import time
 import uuid
@@ -28,13 +26,14 @@ from durable_workflow.executor import (
     compatibility,
     dispatch,
     eager,
+    fan_out,
     hooks,
     lifecycle,
     session_tasks,
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
+from durable_workflow.executor.attempts import Lease, begin
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
-from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -44,31 +43,9 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 from durable_workflow.store import activities, runs, sql, tasks
-from durable_workflow.store.records import ActivityRecord, TaskRecord
+from durable_workflow.store.records import ActivityRecord
 
 logger = logging.getLogger("durable_workflow")
-
-#: Fan-out members that each ran for less than this are followed by several siblings
-#: at once (``EAGER_SIBLING_BATCH``); a slower one by one, so that idle workers get the
-#: rest.
-QUICK_SECONDS = 0.010
-
-
-@dataclasses.dataclass(frozen=True)
-class Lease:
-    """The fencing identity of one claimed attempt."""
-
-    task_id: uuid.UUID
-    run_id: uuid.UUID
-    lease_id: uuid.UUID
-    generation: int
-    attempt_id: uuid.UUID
-    attempt_number: int
-    execution: ActivityRecord
-    instance_id: str
-    payload_codec: str
-    #: Taken after a sibling's result: its own result likely has siblings to take too.
-    fan_out: bool = False
 
 
 def run_activity_task(task_id: Any) -> str:
@@ -86,7 +63,9 @@ def run_claimed(lease: Lease) -> str:
     ok, value = _invoke(lease)
     if not ok:
         return _settle(lease, ok, value)
-    return _settle_results([(lease, value)], quick=time.monotonic() - started < QUICK_SECONDS)[0]
+    return _settle_results(
+        [(lease, value)], quick=time.monotonic() - started < fan_out.QUICK_SECONDS
+    )[0]
 
 
 def run_claimed_together(leases: list[Lease]) -> list[str]:
@@ -100,7 +79,7 @@ def run_claimed_together(leases: list[Lease]) -> list[str]:
             results.append((lease, value))
         else:
             outcomes.append(_settle(lease, ok, value))
-    quick = (time.monotonic() - started) / len(leases) < QUICK_SECONDS
+    quick = (time.monotonic() - started) / len(leases) < fan_out.QUICK_SECONDS
     return outcomes + (_settle_results(results, quick=quick) if results else [])
 
 
@@ -143,61 +122,10 @@ def _claim(task_id: Any) -> Lease | None:
         if execution.status not in (ActivityStatus.PENDING, ActivityStatus.RUNNING):
             tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
             return None
-        lease, started = _begin(run, claimed, execution, now=now)
+        lease, started = begin(run, claimed, execution, now=now)
         lifecycle.append(run, [started], now=now)
         runs.save_run(run, now=now)
     return lease
-
-
-def start_eagerly(
-    run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
-) -> tuple[str, dict[str, Any]]:
-    """Start an activity the current workflow task has just scheduled, leased to this
-    process, to run once that transaction commits; returns its ``ActivityStarted`` event.
-    """
-    lease, started = _begin(run, task, execution, now=now)
-    eager.offer(eager.ACTIVITY, lease)
-    return started
-
-
-def _begin(
-    run: Any, claimed: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
-) -> tuple[Lease, tuple[str, dict[str, Any]]]:
-    """A new attempt under the claimed task's lease, and its ``ActivityStarted`` event."""
-    assert claimed.lease_id is not None
-    activities.expire_attempt(execution.current_attempt_id, now=now)
-    expires = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
-    attempt_id, number = activities.start_attempt(
-        execution,
-        task_id=claimed.id,
-        owner=worker_id(),
-        lease_expires_at=expires,
-        now=now,
-        deadlines=attempt_deadlines(execution.options, now),
-    )
-    started = {
-        "sequence": execution.sequence,
-        "activity_execution_id": str(execution.id),
-        "activity_attempt_id": str(attempt_id),
-        "activity_type": execution.activity_type,
-        "activity_class": execution.activity_class,
-        "attempt_number": number,
-        "task_id": str(claimed.id),
-        "lease_owner": worker_id(),
-        "lease_expires_at": expires.isoformat(),
-    }
-    lease = Lease(
-        task_id=claimed.id,
-        run_id=run.id,
-        lease_id=claimed.lease_id,
-        generation=claimed.lease_generation,
-        attempt_id=attempt_id,
-        attempt_number=number,
-        execution=execution,
-        instance_id=run.instance_id,
-        payload_codec=run.payload_codec,
-    )
-    return lease, (EventType.ACTIVITY_STARTED, started)
 
 
 def _invoke(lease: Lease) -> tuple[bool, Any]:
@@ -324,18 +252,9 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
             ]
         )
     )
-    wanted = _siblings_wanted(quick)
+    wanted = fan_out.wanted(quick)
     if wanted and any(lease.fan_out for lease in leases):
-        where = {
-            "queue": first.execution.queue,
-            "connection": first.execution.connection,
-            "now": now,
-            "limit": wanted,
-        }
-        statements += [
-            tasks.next_ready_activities_statement(first.run_id, **where),
-            activities.executions_statement(tasks.next_ready_execution_ids(first.run_id, **where)),
-        ]
+        statements += fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
     with sql.atomic(WorkflowRun):
         run, *asked = sql.together(WorkflowRun, statements)
         helds, ((ready, others_open), *found) = asked[: len(leases)], asked[len(leases) :]
@@ -370,7 +289,7 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
             )
             events.append((EventType.ACTIVITY_COMPLETED, {**_base(lease), "result": value}))
         if others_open and wanted:
-            events += _take_siblings(run, first.execution, now=now, found=found, count=wanted)
+            events += fan_out.take(run, first.execution, now=now, found=found, count=wanted)
         if here:
             # The workflow goes on in this very transaction: one per step.
             lifecycle.append(run, events, now=now)
@@ -395,63 +314,6 @@ def _base(lease: Lease) -> dict[str, Any]:
         "activity_class": execution.activity_class,
         "attempt_number": lease.attempt_number,
     }
-
-
-def _siblings_wanted(quick: bool) -> int:
-    """How many waiting fan-out members this process should take after a result."""
-    if not eager.activities_on():
-        return 0
-    return max(0, min(get_settings().EAGER_SIBLING_BATCH if quick else 1, eager.room()))
-
-
-def _take_siblings(
-    run: Any, done: ActivityRecord, *, now: dt.datetime, found: list[Any], count: int
-) -> list[tuple[str, dict[str, Any]]]:
-    """A fan-out member finished here: lease up to ``count`` waiting siblings to this
-    process, to run once this transaction commits (their messages then find them
-    taken), rather than wait for the broker; their ``ActivityStarted`` events.
-
-    ``found``: those siblings' tasks and executions, when the settle read them with the
-    run lock (a task whose execution is not among them is left alone), or empty to read
-    them here.
-    """
-    if found:
-        ready, executions = found
-    else:
-        ready = tasks.next_ready_activities(
-            run.id, queue=done.queue, connection=done.connection, now=now, limit=count
-        )
-        executions = activities.get_executions([task.activity_execution_id for task in ready])
-    chosen = [
-        (task, executions[task.activity_execution_id])
-        for task in ready
-        if task.activity_execution_id in executions
-        and compatibility.accepts(task)
-        and executions[task.activity_execution_id].status
-        in (ActivityStatus.PENDING, ActivityStatus.RUNNING)
-        and eager.sibling_ok(done, executions[task.activity_execution_id])
-    ]
-    if not chosen:
-        return []
-    lease_seconds = get_settings().ACTIVITY_LEASE_SECONDS
-    claims = sql.together(
-        WorkflowRun,
-        [
-            tasks.claim_statement(task, owner=worker_id(), now=now, lease_seconds=lease_seconds)
-            for task, _ in chosen
-        ],
-    )
-    events, leases = [], []
-    for (_, sibling), claimed in zip(chosen, claims, strict=True):
-        if claimed is not None:
-            lease, started = _begin(run, claimed, sibling, now=now)
-            leases.append(dataclasses.replace(lease, fan_out=True))
-            events.append(started)
-    if len(leases) == 1:
-        eager.offer(eager.ACTIVITY, leases[0])
-    elif leases:
-        eager.offer(eager.ACTIVITIES, leases)
-    return events
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

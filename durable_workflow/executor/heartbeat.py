@@ -19,7 +19,7 @@ from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store import activities, runs, tasks
 
 if TYPE_CHECKING:
-    from durable_workflow.executor.activity_task import Lease
+    from durable_workflow.executor.attempts import Lease
 
 
 _DETAIL_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")

@@ -36,7 +36,7 @@ from durable_workflow.executor import (
     local_activities,
     sticky,
 )
-from durable_workflow.executor.activity_task import start_eagerly
+from durable_workflow.executor.attempts import start_eagerly
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import (
     engine_limits,

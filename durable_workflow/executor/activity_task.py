@@ -87,17 +87,15 @@ def run_claimed_together(leases: list[Lease]) -> list[str]:
 def _claim(task_id: Any) -> Lease | None:
     now = clock.now()
     settings = get_settings()
-    # Read outside a transaction: a task already taken (e.g. by a fan-out sibling's
-    # worker) costs one round trip. The claim below is a compare-and-set anyway.
-    task = tasks.get(task_id)
-    if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
-        return None
-    if task.available_at > now:
-        dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
-        return None
-    if compatibility.refuse(task):
-        return None
     with sql.atomic(WorkflowRun):
+        task = tasks.get(task_id)
+        if task is None or task.status != TaskStatus.READY or task.activity_execution_id is None:
+            return None  # e.g. taken by the worker of a fan-out sibling
+        if task.available_at > now:
+            dispatch.enqueue(task)  # a retry's back-off outlasted the broker countdown
+            return None
+        if compatibility.refuse(task):
+            return None
         # Read before the run lock, to hold it briefly: whatever closes the execution
         # meanwhile also cancels this task, and the claim below only takes a ready task.
         execution = activities.get_execution(task.activity_execution_id)

@@ -99,21 +99,18 @@ def finish_pending(outcome: str | _Pending) -> str:
 @retry_when_locked
 def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
-    # Read outside a transaction: a task already taken (a coalesced wake, a message
-    # sent twice) costs one round trip. The claim below is a compare-and-set anyway.
-    task = tasks.get(task_id)
-    if task is None or task.status != TaskStatus.READY:
-        return "skipped"
-    if compatibility.refuse(task):
-        return "incompatible"
-    replay_mode, owner_queue = affinity.decide(task, now=now)
-    if owner_queue is not None:
-        with transaction.atomic():
-            affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
-        return "held"
-    seen = sticky.cache.seen(task.run_id)
     settings = get_settings()
     with sql.atomic(WorkflowRun):
+        task = tasks.get(task_id)
+        if task is None or task.status != TaskStatus.READY:
+            return "skipped"
+        if compatibility.refuse(task):
+            return "incompatible"
+        replay_mode, owner_queue = affinity.decide(task, now=now)
+        if owner_queue is not None:
+            affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
+            return "held"
+        seen = sticky.cache.seen(task.run_id)
         # One round trip: the run lock, then the claim and the events the body has not
         # seen (both read once the lock is held).
         run, claimed, unseen = sql.together(

@@ -32,7 +32,7 @@ from durable_workflow.executor import (
     session_tasks,
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
-from durable_workflow.executor.attempts import Lease, begin
+from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -302,16 +302,7 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
 
 
 def _base(lease: Lease) -> dict[str, Any]:
-    """What every outcome event of an attempt says about it."""
-    execution = lease.execution
-    return {
-        "sequence": execution.sequence,
-        "activity_execution_id": str(execution.id),
-        "activity_attempt_id": str(lease.attempt_id),
-        "activity_type": execution.activity_type,
-        "activity_class": execution.activity_class,
-        "attempt_number": lease.attempt_number,
-    }
+    return attempt_fields(lease.execution, lease.attempt_id, lease.attempt_number)
 
 
 def _eager_ok(run: Any, execution: ActivityRecord) -> bool:

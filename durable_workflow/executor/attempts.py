@@ -65,12 +65,7 @@ def begin(
         deadlines=attempt_deadlines(execution.options, now),
     )
     started = {
-        "sequence": execution.sequence,
-        "activity_execution_id": str(execution.id),
-        "activity_attempt_id": str(attempt_id),
-        "activity_type": execution.activity_type,
-        "activity_class": execution.activity_class,
-        "attempt_number": number,
+        **attempt_fields(execution, attempt_id, number),
         "task_id": str(claimed.id),
         "lease_owner": worker_id(),
         "lease_expires_at": expires.isoformat(),
@@ -87,3 +82,15 @@ def begin(
         payload_codec=run.payload_codec,
     )
     return lease, (EventType.ACTIVITY_STARTED, started)
+
+
+def attempt_fields(execution: ActivityRecord, attempt_id: uuid.UUID, number: int) -> dict[str, Any]:
+    """What every event about one attempt of an activity says about it."""
+    return {
+        "sequence": execution.sequence,
+        "activity_execution_id": str(execution.id),
+        "activity_attempt_id": str(attempt_id),
+        "activity_type": execution.activity_type,
+        "activity_class": execution.activity_class,
+        "attempt_number": number,
+    }

@@ -46,13 +46,9 @@ def take(
     run lock (a task whose execution is not among them is left alone), or empty to read
     them here.
     """
-    if found:
-        ready, executions = found
-    else:
-        ready = tasks.next_ready_activities(
-            run.id, queue=done.queue, connection=done.connection, now=now, limit=count
-        )
-        executions = activities.get_executions([task.activity_execution_id for task in ready])
+    ready, executions = found or sql.together(
+        WorkflowRun, statements(run.id, done, now=now, count=count)
+    )
     chosen = [
         (task, executions[task.activity_execution_id])
         for task in ready
@@ -89,8 +85,7 @@ def statements(
     run_id: Any, done: ActivityRecord, *, now: dt.datetime, count: int
 ) -> list[sql.Statement]:
     """The reads :func:`take` needs, to send with the settle's run lock (``found``)."""
-    where = {"queue": done.queue, "connection": done.connection, "now": now, "limit": count}
-    return [
-        tasks.next_ready_activities_statement(run_id, **where),
-        activities.executions_statement(tasks.next_ready_execution_ids(run_id, **where)),
-    ]
+    ready, execution_ids = tasks.next_ready_activities(
+        run_id, queue=done.queue, connection=done.connection, now=now, limit=count
+    )
+    return [ready, activities.executions_statement(execution_ids)]

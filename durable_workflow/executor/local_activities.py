@@ -32,6 +32,7 @@ from durable_workflow.engine.failures import describe
 from durable_workflow.engine.steps import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor.attempts import attempt_fields
 from durable_workflow.executor.common import retry_when_locked, worker_id, workflow_task_row
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
 from durable_workflow.store import activities, runs, tasks
@@ -220,12 +221,7 @@ def finish_attempt(
 
     execution = lease.execution
     base = {
-        "sequence": execution.sequence,
-        "activity_execution_id": str(execution.id),
-        "activity_attempt_id": str(lease.attempt_id),
-        "activity_type": execution.activity_type,
-        "activity_class": execution.activity_class,
-        "attempt_number": lease.attempt_number,
+        **attempt_fields(execution, lease.attempt_id, lease.attempt_number),
         "workflow_task_id": str(lease.task.id),
         **LOCAL,
     }

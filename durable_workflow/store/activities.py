@@ -89,12 +89,6 @@ def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:
     return _row_record(rows[0]) if rows else None
 
 
-def get_executions(ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, ActivityRecord]:
-    """Executions by id."""
-    rows = _EXECUTIONS.select(_FIELDS, [("id", "IN", list(ids))]) if ids else []
-    return {record.id: record for record in map(_row_record, rows)}
-
-
 def executions_statement(ids: sql.Statement) -> sql.Statement:
     """The executions whose ids the subquery ``ids`` selects, for ``sql.together``
     (outcome: their records by id)."""

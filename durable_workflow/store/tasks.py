@@ -214,46 +214,21 @@ def next_ready_activities(
     connection: str | None,
     now: dt.datetime,
     limit: int = 1,
-) -> list[TaskRecord]:
-    """Up to ``limit`` ready, due activity tasks of the run on this queue and connection."""
-    statement = next_ready_activities_statement(
-        run_id, queue=queue, connection=connection, now=now, limit=limit
-    )
-    return sql.together(Task, [statement])[0]
-
-
-def next_ready_activities_statement(
-    run_id: uuid.UUID,
-    *,
-    queue: str | None,
-    connection: str | None,
-    now: dt.datetime,
-    limit: int = 1,
-) -> sql.Statement:
-    """:func:`next_ready_activities` as a statement for ``sql.together``."""
+) -> tuple[sql.Statement, sql.Statement]:
+    """Up to ``limit`` ready, due activity tasks of the run on this queue and connection,
+    as two statements for ``sql.together``: one reads the tasks (outcome: their
+    records), the other selects their execution ids, as a subquery (``IN SELECT``).
+    Same conditions, so the same first rows of the index while the run is locked (the
+    caller still checks that they match)."""
     where = _next_ready(run_id, queue=queue, connection=connection, now=now)
     read = _TASKS.select_statement(_FIELDS, where, limit=limit)
-    return dataclasses.replace(
+    records = dataclasses.replace(
         read,
         outcome=lambda cursor: [
             TaskRecord(**dict(zip(_FIELDS, row, strict=True))) for row in read.outcome(cursor)
         ],
     )
-
-
-def next_ready_execution_ids(
-    run_id: uuid.UUID,
-    *,
-    queue: str | None,
-    connection: str | None,
-    now: dt.datetime,
-    limit: int = 1,
-) -> sql.Statement:
-    """The execution ids of the tasks :func:`next_ready_activities_statement` finds, as a
-    subquery (``IN SELECT``): the same conditions, so the same first rows of the index
-    while the run is locked (the caller still checks that they match)."""
-    where = _next_ready(run_id, queue=queue, connection=connection, now=now)
-    return _TASKS.select_statement(["activity_execution_id"], where, limit=limit)
+    return records, _TASKS.select_statement(["activity_execution_id"], where, limit=limit)
 
 
 def _next_ready(
@@ -269,24 +244,6 @@ def _next_ready(
     ]
 
 
-def settle_if_held(
-    task_id: uuid.UUID,
-    lease_id: uuid.UUID,
-    generation: int,
-    status: str,
-    *,
-    now: dt.datetime,
-    error: str = "",
-) -> bool:
-    """Settle the task only while this exact claim still owns it (the fencing check).
-
-    ``False`` means the lease was lost (expired and handed out again, or the
-    task was settled already): the caller must write nothing.
-    """
-    held = settle_if_held_statement(task_id, lease_id, generation, status, now=now, error=error)
-    return sql.together(Task, [held])[0]
-
-
 def settle_if_held_statement(
     task_id: uuid.UUID,
     lease_id: uuid.UUID,
@@ -296,7 +253,12 @@ def settle_if_held_statement(
     now: dt.datetime,
     error: str = "",
 ) -> sql.Statement:
-    """:func:`settle_if_held` as a statement for ``sql.together`` (outcome: held or not)."""
+    """Settle the task only while this exact claim still owns it (the fencing check), as
+    a statement for ``sql.together``.
+
+    Its outcome ``False`` means the lease was lost (expired and handed out again, or
+    the task was settled already): the caller must write nothing.
+    """
     update = _TASKS.update_statement(
         {
             "status": status,

@@ -10,11 +10,19 @@ back is exactly what the ORM would store and read, on PostgreSQL and SQLite.
 Only the store modules use this, and only for statements on a known shape;
 everything else stays ORM.
 
-On PostgreSQL a transaction can also *defer* writes nobody reads the outcome of
-(inside :func:`batched`): they are sent together, as one multi-statement query,
-right before the next statement of any kind or at the end of the block, so a
-step's dozen inserts and updates cost one round trip. The order of statements
-is unchanged, and an error still surfaces before the transaction commits.
+On PostgreSQL (with client-side binding, Django's default) round trips are
+saved three ways, none of which changes the order in which statements run:
+
+* a transaction can *defer* writes nobody reads the outcome of (inside
+  :func:`batched`): they wait, and travel in the same query as the next
+  statement of any kind, or at the end of the block;
+* a transaction the executor owns (:func:`atomic`) sends its ``COMMIT`` with
+  those last writes;
+* :func:`together` sends several statements as one query and reads each one's
+  outcome in turn (each still starts once the one before it is done, a lock
+  wait included).
+
+An error in any of them still fails the transaction before, or as, it commits.
 """
 
 from __future__ import annotations

@@ -130,3 +130,27 @@ def test_a_local_attempt_whose_lease_was_lost_records_nothing(inline):
     ok, value = executor.local_activities.run_attempt(pending.lease)
     assert workflow_task._resume(pending, ok, value) == "stale"
     assert "ActivityCompleted" not in event_types(stub)
+
+
+def test_a_workflow_task_waits_while_a_local_activity_of_its_run_is_running(inline):
+    from django.db import transaction
+
+    from durable_workflow.executor.common import workflow_task_row
+    from durable_workflow.store import runs, tasks
+
+    stub = start("tests.local-steps", "local-busy", 2)
+    first = Task.objects.get(run_id=stub.run_id(), task_type="workflow", status="ready")
+    pending = workflow_task._start(first.id)  # paused: its local activity would run now
+    assert not isinstance(pending, str)
+    run = runs.get_run(stub.run_id())
+    with transaction.atomic():  # e.g. a signal's wake arrives meanwhile
+        (other,) = tasks.save_tasks([workflow_task_row(run, now=clock.now())])
+    assert executor.run_workflow_task(other.id) == "busy"
+    other_row = Task.objects.get(id=other.id)
+    assert other_row.status == "ready" and other_row.lease_owner is None
+    assert other_row.available_at > clock.now()  # tried again a second later
+    assert Task.objects.get(id=first.id).status == "leased"  # the paused task is untouched
+    assert workflow_task.finish_pending(pending) == "completed"
+    clock.freeze(clock.now() + dt.timedelta(seconds=2))
+    inline.run()
+    assert stub.refresh().status() == "completed" and stub.output() == 1

@@ -10,6 +10,7 @@ answered "stale" and writes nothing.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 import uuid
@@ -230,29 +231,8 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
     now = clock.now()
     leases = [lease for lease, _ in results]
     first = leases[0]
-    # One round trip: the run lock, then (each statement reading what the lock let
-    # through) the fencing settles, whether a workflow task is waiting and whether
-    # another activity of the run is open, and the siblings to take next.
-    statements = [runs.lock_statement(first.run_id)]
-    statements += [
-        tasks.settle_if_held_statement(
-            lease.task_id, lease.lease_id, lease.generation, TaskStatus.COMPLETED, now=now
-        )
-        for lease in leases
-    ]
-    statements.append(
-        sql.truths_statement(
-            [
-                tasks.ready_workflow_clause(first.run_id),
-                activities.other_open_clause(
-                    first.run_id, [lease.execution.id for lease in leases]
-                ),
-            ]
-        )
-    )
     wanted = fan_out.wanted(quick)
-    if wanted and any(lease.fan_out for lease in leases):
-        statements += fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
+    statements = _result_statements(leases, now=now, wanted=wanted)
     with sql.atomic(WorkflowRun):
         run, *asked = sql.together(WorkflowRun, statements)
         helds, ((ready, others_open), *found) = asked[: len(leases)], asked[len(leases) :]
@@ -299,6 +279,35 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
     return outcomes
+
+
+def _result_statements(
+    leases: list[Lease], *, now: dt.datetime, wanted: int
+) -> list[sql.Statement]:
+    """One round trip for a settle: the run lock, then (each statement reading what the
+    lock let through) the fencing settles, whether a workflow task is waiting, whether
+    another activity of the run is open, and, after a member taken from a fan-out, the
+    siblings to take next."""
+    first = leases[0]
+    statements = [runs.lock_statement(first.run_id)]
+    statements += [
+        tasks.settle_if_held_statement(
+            lease.task_id, lease.lease_id, lease.generation, TaskStatus.COMPLETED, now=now
+        )
+        for lease in leases
+    ]
+    mine = [lease.execution.id for lease in leases]
+    statements.append(
+        sql.truths_statement(
+            [
+                tasks.ready_workflow_clause(first.run_id),
+                activities.other_open_clause(first.run_id, mine),
+            ]
+        )
+    )
+    if wanted and any(lease.fan_out for lease in leases):
+        statements += fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
+    return statements
 
 
 def _base(lease: Lease) -> dict[str, Any]:

@@ -104,17 +104,13 @@ def record_final_failure(
     wake: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The activity failed for good: failure row, closed execution, the workflow woken."""
-    failure_id = commands.record_failure(
+    failure_id = commands.record_failure_of(
+        info,
         run_id=run.id,
         source_kind="activity_execution",
         source_id=str(execution.id),
-        failure_category=info.category,
-        exception_type=info.exception_type,
-        exception_class=info.exception_class,
-        message=info.message,
-        traceback=info.traceback,
         non_retryable=non_retryable,
-        details={"propagation_kind": "timeout"} if info.category == "timeout" else None,
+        details={"propagation_kind": "timeout"} if info.category == "timeout" else {},
         now=now,
     )
     activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)

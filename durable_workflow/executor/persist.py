@@ -194,16 +194,13 @@ def _complete_update(run: RunRecord, command: c.CompleteUpdate, now: dt.datetime
         payload["result"] = command.result
     else:
         info = command.failure
-        failure_id = commands.record_failure(
+        failure_id = commands.record_failure_of(
+            info,
             run_id=run.id,
             source_kind="workflow_update",
             source_id=command.update_id,
-            failure_category="application",
-            exception_type=info.exception_type,
-            exception_class=info.exception_class,
-            message=info.message,
-            traceback=info.traceback,
-            non_retryable=info.non_retryable,
+            category="application",
+            details={},
             now=now,
         )
         messages.close_update(
@@ -330,18 +327,8 @@ def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[E
         events = finish(run, {"result": closed.result}, now=now)
         return [*events, (EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
     info = closed.failure
-    failure_id = commands.record_failure(
-        run_id=run.id,
-        source_kind="workflow_run",
-        source_id=str(run.id),
-        failure_category=info.category,
-        exception_type=info.exception_type,
-        exception_class=info.exception_class,
-        message=info.message,
-        traceback=info.traceback,
-        non_retryable=info.non_retryable,
-        details=info.details,
-        now=now,
+    failure_id = commands.record_failure_of(
+        info, run_id=run.id, source_kind="workflow_run", source_id=str(run.id), now=now
     )
     run.set(status=RunStatus.FAILED, closed_reason="failed", closed_at=now)
     final = {

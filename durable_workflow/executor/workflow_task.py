@@ -345,16 +345,13 @@ def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:
 def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: dt.datetime) -> None:
     """Leave the run untouched; keep the reason on the task and a failure row."""
     info = describe(exc, category=FailureCategory.TASK_FAILURE)
-    commands.record_failure(
+    commands.record_failure_of(
+        info,
         run_id=run.id,
         source_kind="workflow_task",
         source_id=str(task_id),
-        failure_category=FailureCategory.TASK_FAILURE,
-        exception_type=info.exception_type,
-        exception_class=info.exception_class,
-        message=info.message,
-        traceback=info.traceback,
         non_retryable=False,
+        details={},
         now=now,
     )
     tasks.settle(task_id, TaskStatus.FAILED, now=now, error=f"{type(exc).__name__}: {exc}")

@@ -61,6 +61,9 @@ class Settings:
     #: Fan-out members a worker takes at once after quick ones (under 10 ms each),
     #: run one after the other and settles in one transaction (1: one at a time).
     EAGER_SIBLING_BATCH: int = 8
+    #: PostgreSQL: send the engine's own statements as ``EXECUTE``\ s of statements
+    #: prepared once per connection (off by itself behind ``DISABLE_SERVER_SIDE_CURSORS``).
+    PREPARED_STATEMENTS: bool = True
     #: Register Celery worker processes (visible in the admin and the doctor).
     WORKER_REGISTRATION: bool = True
     #: Capabilities this worker offers (e.g. ``["gpu:nvidia-l4"]``).

@@ -34,7 +34,7 @@ from durable_workflow.executor import (
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
-from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
+from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -84,7 +84,7 @@ def run_claimed_together(leases: list[Lease]) -> list[str]:
     return outcomes + (_settle_results(results, quick=quick) if results else [])
 
 
-@retry_when_locked
+@retry_transaction
 def _claim(task_id: Any) -> Lease | None:
     now = clock.now()
     settings = get_settings()
@@ -177,7 +177,7 @@ def invoke_activity(
         return False, exc
 
 
-@retry_when_locked
+@retry_transaction
 def _settle(lease: Lease, ok: bool, value: Any) -> str:
     """Record an attempt's outcome; a result goes through :func:`_settle_results`."""
     if ok:
@@ -221,7 +221,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
     return outcome
 
 
-@retry_when_locked
+@retry_transaction
 def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) -> list[str]:
     """Record the results of completed attempts of one run in one transaction, and go
     on from there: run the workflow task they wake (a sequential step), or take the next

@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import OperationalError, connections
+from django.db import DatabaseError, OperationalError, connections
 
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.runtime import current_runtime
 from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
 from durable_workflow.executor import dispatch
 from durable_workflow.models import RunStatus, TaskType
-from durable_workflow.store import tasks
+from durable_workflow.store import prepared, tasks
 from durable_workflow.store.records import RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -50,24 +50,34 @@ def worker_id() -> str:
     )
 
 
-def retry_when_locked(fn: Callable[P, R]) -> Callable[P, R]:
-    """Retry a whole transaction when SQLite reports the database as locked.
+def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a whole transaction again when the database asks for it.
 
-    Other backends never raise this; on SQLite it is the expected answer to two
-    writers at once, and the transaction is safe to run again from the start.
+    SQLite reports "database is locked" as the expected answer to two writers
+    at once (retried with back-off, ``DATABASE_LOCKED_RETRIES`` times). On
+    PostgreSQL a prepared statement this process recorded may have gone (a
+    ``DISCARD ALL``, a pooler that switched sessions): that is retried once, at
+    once, after :mod:`durable_workflow.store.prepared` has forgotten what it knew.
+    Either way the transaction rolled back whole, so running it again is safe.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         attempts = max(1, get_settings().DATABASE_LOCKED_RETRIES)
-        for attempt in range(attempts):
+        failures = 0
+        restated = False
+        while True:
             try:
                 return fn(*args, **kwargs)
-            except OperationalError as exc:
-                if "locked" not in str(exc) or attempt == attempts - 1:
+            except DatabaseError as exc:
+                if prepared.stale(exc) and not restated:
+                    restated = True
+                    continue
+                failures += 1
+                locked = isinstance(exc, OperationalError) and "locked" in str(exc)
+                if not locked or failures >= attempts:
                     raise
-                time.sleep(min(0.05 * 2**attempt, 1.0))
-        raise AssertionError("unreachable")
+                time.sleep(min(0.05 * 2 ** (failures - 1), 1.0))
 
     return wrapper
 

@@ -12,7 +12,7 @@ from durable_workflow import clock
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import close_as
-from durable_workflow.executor.common import retry_when_locked, wake_workflow
+from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
@@ -31,7 +31,7 @@ class CommandOutcome:
     rejection_reason: str | None = None
 
 
-@retry_when_locked
+@retry_transaction
 def request_repair(instance_id: str, *, source: str = "client", reason: str = "") -> CommandOutcome:
     """Re-create a lost or failed workflow task, or re-send ready task messages."""
     now = clock.now()
@@ -153,7 +153,7 @@ def _close_command(
     )
 
 
-@retry_when_locked
+@retry_transaction
 def request_cancel(
     instance_id: str,
     *,
@@ -170,7 +170,7 @@ def request_cancel(
     return _close_command("cancel", instance_id, run_id=run_id, reason=reason, source=source)
 
 
-@retry_when_locked
+@retry_transaction
 def request_terminate(
     instance_id: str,
     *,

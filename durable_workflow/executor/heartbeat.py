@@ -14,7 +14,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import lifecycle, sessions
-from durable_workflow.executor.common import retry_when_locked, worker_id
+from durable_workflow.executor.common import retry_transaction, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store import activities, runs, tasks
 
@@ -106,7 +106,7 @@ def heartbeat(lease: Lease, details: Any = None) -> bool:
     return outcome == "recorded"
 
 
-@retry_when_locked
+@retry_transaction
 def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
     now = clock.now()
     until = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)

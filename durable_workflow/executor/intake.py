@@ -15,7 +15,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
-from durable_workflow.executor.common import retry_when_locked, wake_workflow
+from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
@@ -104,7 +104,7 @@ def check_signal(
         )
 
 
-@retry_when_locked
+@retry_transaction
 def send_signal(
     instance_id: str,
     name: str,
@@ -202,7 +202,7 @@ class SignalWithStartOutcome:
     signal: SignalOutcome
 
 
-@retry_when_locked
+@retry_transaction
 def signal_with_start(
     *,
     instance_id: str,

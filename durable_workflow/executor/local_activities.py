@@ -33,7 +33,7 @@ from durable_workflow.engine.steps import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.attempts import attempt_fields
-from durable_workflow.executor.common import retry_when_locked, worker_id, workflow_task_row
+from durable_workflow.executor.common import retry_transaction, worker_id, workflow_task_row
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
 from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
@@ -166,7 +166,7 @@ def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
     )
 
 
-@retry_when_locked
+@retry_transaction
 def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     """Renew the workflow task's lease and record the heartbeat (local marker)."""
     from durable_workflow.executor.heartbeat import _progress

@@ -16,7 +16,7 @@ from django.db import transaction
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch, lifecycle
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.models import TaskStatus, TaskType
 from durable_workflow.store import activities, runs, tasks
@@ -64,7 +64,7 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
     return RepairReport(reclaimed=reclaimed, redispatched=len(due), timed_out=timed_out)
 
 
-@retry_when_locked
+@retry_transaction
 def _reclaim(task: TaskRecord, now: dt.datetime) -> int:
     """Hand an expired lease out again, or give up on an activity that keeps dying."""
     with transaction.atomic():

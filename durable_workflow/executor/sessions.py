@@ -23,7 +23,7 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.exceptions import ConfigurationError
-from durable_workflow.executor.common import retry_when_locked, worker_id
+from durable_workflow.executor.common import retry_transaction, worker_id
 from durable_workflow.executor.session_documents import (
     live,
     metrics,
@@ -318,7 +318,7 @@ def _worker_limit(
 # ------------------------------------------------------------------ verbs
 
 
-@retry_when_locked
+@retry_transaction
 def create(options: dict[str, Any]) -> dict[str, Any]:
     """Explicit ``create`` for a worker: ``options`` plus the asking ``worker_id``."""
     now = clock.now()
@@ -329,7 +329,7 @@ def create(options: dict[str, Any]) -> dict[str, Any]:
         return admit(options, worker, now=now)
 
 
-@retry_when_locked
+@retry_transaction
 def heartbeat(session_id: str, worker: str, *, lease_seconds: int | None = None) -> dict[str, Any]:
     """Explicit ``heartbeat``: the holder keeps its lease."""
     if lease_seconds is not None and (
@@ -351,7 +351,7 @@ def heartbeat(session_id: str, worker: str, *, lease_seconds: int | None = None)
         return _ok("heartbeat_recorded", _renew(row, worker, now, lease_seconds))
 
 
-@retry_when_locked
+@retry_transaction
 def close(session_id: str, worker: str) -> dict[str, Any]:
     """Explicit ``close`` by the holder; closing twice is answered ``already_closed``."""
     now = clock.now()
@@ -403,7 +403,7 @@ def holder_queue(session_id: str, *, now: dt.datetime) -> str | None:
     return owner_queue(row["lease_owner"], now=now)
 
 
-@retry_when_locked
+@retry_transaction
 def refresh_all() -> int:
     """Bring every open session's status up to date; returns how many changed."""
     now = clock.now()

@@ -14,7 +14,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -38,7 +38,7 @@ class StartOutcome:
     rejection_reason: str | None = None
 
 
-@retry_when_locked
+@retry_transaction
 def start_workflow(
     *,
     instance_id: str,

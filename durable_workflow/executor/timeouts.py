@@ -19,7 +19,7 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import finish
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -80,7 +80,7 @@ def time_out_run(run: RunRecord, kind: str, deadline: dt.datetime, *, now: dt.da
     runs.save_run(run, now=now)
 
 
-@retry_when_locked
+@retry_transaction
 def enforce_run_deadline(run_id: Any, *, now: dt.datetime) -> bool:
     with transaction.atomic():
         run = runs.lock_run(run_id)
@@ -125,7 +125,7 @@ def attempt_deadlines(options: dict[str, Any], now: dt.datetime) -> dict[str, dt
     }
 
 
-@retry_when_locked
+@retry_transaction
 def enforce_activity_timeout(execution_id: Any, kind: str, *, now: dt.datetime) -> bool:
     """Time out one activity execution if ``kind`` has really expired (re-checked here)."""
     from durable_workflow.executor.activity_failures import record_final_failure

@@ -9,12 +9,12 @@ from django.db import transaction
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import compatibility, dispatch, lifecycle
-from durable_workflow.executor.common import retry_when_locked, wake_workflow, worker_id
+from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
 from durable_workflow.store import activities, runs, tasks
 
 
-@retry_when_locked
+@retry_transaction
 def run_timer_task(task_id: Any) -> str:
     """Returns ``fired``, ``early`` (message arrived before fire_at), ``incompatible``
     (this worker does not support the run's compatibility marker) or ``skipped``."""

@@ -12,7 +12,7 @@ from durable_workflow import clock, contracts, registry
 from durable_workflow.codec import envelope
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import lifecycle
-from durable_workflow.executor.common import retry_when_locked, wake_workflow
+from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
@@ -87,7 +87,7 @@ def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | 
     return None
 
 
-@retry_when_locked
+@retry_transaction
 def submit_update(
     instance_id: str,
     name: str,

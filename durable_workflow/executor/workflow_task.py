@@ -41,7 +41,7 @@ from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import (
     engine_limits,
     orm_guard,
-    retry_when_locked,
+    retry_transaction,
     worker_id,
     workflow_task_row,
 )
@@ -96,7 +96,7 @@ def finish_pending(outcome: str | _Pending) -> str:
     return outcome
 
 
-@retry_when_locked
+@retry_transaction
 def _start(task_id: Any) -> str | _Pending:
     now = clock.now()
     settings = get_settings()
@@ -152,7 +152,7 @@ def _start(task_id: Any) -> str | _Pending:
         return _advance_and_settle(run, claimed, runtime, now=now)
 
 
-@retry_when_locked
+@retry_transaction
 def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
     now = clock.now()
     lease = pending.lease

@@ -7,7 +7,7 @@ import itertools
 from typing import Any
 
 from durable_workflow import clock
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models.schedules import ScheduleFireKind, ScheduleFireStatus
 from durable_workflow.schedules import firing, store
 from durable_workflow.schedules.access import locked, refuse_deleted
@@ -61,7 +61,7 @@ def run_backfill(
     return rows
 
 
-@retry_when_locked
+@retry_transaction
 def _backfill_one(
     schedule: ScheduleRecord,
     occurrence: dt.datetime,

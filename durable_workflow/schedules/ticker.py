@@ -22,7 +22,7 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
-from durable_workflow.executor.common import retry_when_locked
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, store
 from durable_workflow.schedules.firing import FireResult
@@ -98,7 +98,7 @@ def tick(*, limit: int | None = None) -> TickReport:
         return TickReport(lock_acquired=True, results=results)
 
 
-@retry_when_locked
+@retry_transaction
 def _tick_schedule(ulid: uuid.UUID) -> list[FireResult]:
     with transaction.atomic():
         schedule = store.lock(ulid, skip_locked=True)

@@ -37,6 +37,8 @@ from typing import Any
 from django.db import connections, router, transaction
 from django.db.models import Model
 
+from durable_workflow.store import prepared
+
 
 @dataclasses.dataclass(frozen=True)
 class Add:
@@ -168,8 +170,7 @@ class Table:
             params = [self._prep(name, row[name], conn) for row in batch for name in names]
             sql = self._insert_sql(names, len(batch))
             if not (defer and _defer(conn, sql, params)):
-                with conn.cursor() as cursor:
-                    cursor.execute(sql, params)
+                together(self.model, [Statement(sql, params, lambda cursor: None)])
 
     # ----------------------------------------------------------------- pieces
 
@@ -281,7 +282,8 @@ class Table:
 class _Deferred(threading.local):
     def __init__(self) -> None:
         self.alias: str | None = None
-        self.statements: list[str] = []
+        #: (sql, preparable): the engine's own statements may be prepared, the rest not.
+        self.statements: list[tuple[str, bool]] = []
         self.params: list[Any] = []
         self.flushing = False
 
@@ -340,14 +342,15 @@ def flush(*, commit: bool = False) -> None:
     transaction in the same round trip (only from :func:`atomic`)."""
     statements, params = _deferred.statements, _deferred.params
     if commit:
-        statements = [*statements, "COMMIT"]
+        statements = [*statements, ("COMMIT", False)]
     if not statements or _deferred.flushing or _deferred.alias is None:
         return
     _deferred.statements, _deferred.params = [], []
     _deferred.flushing = True
     try:
-        with connections[_deferred.alias].cursor() as cursor:
-            cursor.execute(";\n".join(statements), params)
+        conn = connections[_deferred.alias]
+        with conn.cursor() as cursor:
+            _sent(prepared.query(conn, statements), lambda text: cursor.execute(text, params))
     finally:
         _deferred.flushing = False
 
@@ -355,9 +358,20 @@ def flush(*, commit: bool = False) -> None:
 def _defer(conn: Any, sql: str, params: list[Any]) -> bool:
     if _deferred.alias != conn.alias:
         return False
-    _deferred.statements.append(sql)
+    _deferred.statements.append((sql, True))
     _deferred.params.extend(params)
     return True
+
+
+def _sent(query: prepared.Query, execute: Callable[[str], Any]) -> Any:
+    """Run ``query`` with ``execute(text)`` and record what it prepared."""
+    try:
+        result = execute(query.text)
+    except Exception as exc:
+        query.failed(exc)
+        raise
+    query.sent()
+    return result
 
 
 _SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
@@ -373,7 +387,7 @@ def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untype
     if _deferred.flushing:
         return execute(sql, params, many, context)
     if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
-        _deferred.statements.append(sql)
+        _deferred.statements.append((sql, False))
         return None
     if not _deferred.statements:
         return execute(sql, params, many, context)
@@ -386,18 +400,16 @@ def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untype
         return execute(sql, params, many, context)
     statements, deferred = _deferred.statements, _deferred.params
     _deferred.statements, _deferred.params = [], []
-    combined = ";\n".join([*statements, sql])
+    query = prepared.query(context["connection"], [*statements, (sql, False)])
+    values = None if params is None and not deferred else [*deferred, *(params or [])]
     _deferred.flushing = True
     try:
-        if params is None and not deferred:
-            result = execute(combined, None, many, context)
-        else:
-            result = execute(combined, [*deferred, *(params or [])], many, context)
+        result = _sent(query, lambda text: execute(text, values, many, context))
     finally:
         _deferred.flushing = False
     cursor = context["cursor"].cursor
-    for _ in statements:
-        cursor.nextset()  # the caller reads its own statements' results
+    for _ in range(query.leading + len(statements)):
+        cursor.nextset()  # the caller reads its own statement's result
     return result
 
 
@@ -453,21 +465,37 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
     """
     conn = connections[router.db_for_write(model)]
     with conn.cursor() as cursor:
-        if len(statements) > 1 and _multi_statement(conn):
-            cursor.execute(
-                ";\n".join(s.sql for s in statements), [p for s in statements for p in s.params]
-            )
+        if not _multi_statement(conn):
             outcomes = []
-            for index, statement in enumerate(statements):
-                if index:
-                    cursor.cursor.nextset()
+            for statement in statements:
+                cursor.execute(statement.sql, statement.params)
                 outcomes.append(statement.outcome(cursor))
             return outcomes
+        waiting, values = _take_deferred(conn)
+        query = prepared.query(conn, [*waiting, *((s.sql, True) for s in statements)])
+        params = [*values, *(p for s in statements for p in s.params)]
+        _deferred.flushing = True
+        try:
+            _sent(query, lambda text: cursor.execute(text, params))
+        finally:
+            _deferred.flushing = False
+        for _ in range(query.leading + len(waiting)):
+            cursor.cursor.nextset()
         outcomes = []
-        for statement in statements:
-            cursor.execute(statement.sql, statement.params)
+        for index, statement in enumerate(statements):
+            if index:
+                cursor.cursor.nextset()
             outcomes.append(statement.outcome(cursor))
         return outcomes
+
+
+def _take_deferred(conn: Any) -> tuple[list[tuple[str, bool]], list[Any]]:
+    """The writes waiting on ``conn`` (they go first in the query about to be sent)."""
+    if _deferred.alias != conn.alias or _deferred.flushing:
+        return [], []
+    taken = _deferred.statements, _deferred.params
+    _deferred.statements, _deferred.params = [], []
+    return taken
 
 
 def _multi_statement(conn: Any) -> bool:

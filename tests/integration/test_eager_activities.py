@@ -24,6 +24,7 @@ from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.executor import dispatch, sticky, workflow_task
 from durable_workflow.executor.common import worker_id
 from durable_workflow.models import ActivityAttempt, Task
+from tests import sql_text
 from tests.integration.helpers import Recorder, event_types, events_of, start, tasks_of
 from tests.testapp.workflows import Add
 
@@ -227,8 +228,8 @@ def test_an_eager_step_costs_one_transaction(recorder, monkeypatch):
             steps = event_types(stub).count("ActivityCompleted") - before
             counts.append((len(queries.captured_queries), len(commits), steps))
             # (A read can carry the writes deferred before it: one statement each.)
-            parts = [p for q in queries.captured_queries for p in (q["sql"] or "").split(";\n")]
-            reads = [p for p in parts if p.startswith("SELECT") and "history_event" in p]
+            parts = [k for q in queries.captured_queries for k in sql_text.kinds(q["sql"] or "")]
+            reads = [k for k in parts if k == ("SELECT", "durable_workflow_history_event")]
             # Only the message's first workflow task reads history back (the result it
             # follows was recorded by another transaction); every step after it feeds
             # the warm body the events its own transactions wrote.

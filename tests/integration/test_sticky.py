@@ -9,6 +9,7 @@ from django.db import connection
 from django.test import override_settings
 
 from durable_workflow.executor import sticky
+from tests import sql_text
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,7 +72,7 @@ def test_a_sticky_hit_reads_only_the_new_events(inline):
 
     def wrapper(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if "durable_workflow_history_event" in sql and sql.lstrip().startswith("SELECT"):
+        if sql_text.kinds(sql)[-1] == ("SELECT", "durable_workflow_history_event"):
             rows_read.append(context["cursor"].rowcount)
         return result
 

@@ -17,6 +17,9 @@ do not run it while ``run.py`` runs). Two passes over the same kind of steps:
     python benchmarks/profile_step.py [--steps 100] [--skip 0] [--top 20]
 
 ``--skip`` first runs that many steps unprofiled (to look at a long history).
+``--eager`` profiles the path the ``sequential`` scenario measures instead: one
+message chaining ``--steps`` whole steps (activity, then the workflow task it
+wakes, in one transaction), timed once without and once with cProfile.
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--skip", type=int, default=0)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument(
+        "--eager",
+        action="store_true",
+        help="profile eager steps instead (the default path: one message chains them)",
+    )
     args = parser.parse_args()
 
     from benchmarks import config, services
@@ -161,6 +169,62 @@ def split(args: argparse.Namespace) -> None:
         print(f"    {label:34s} {seconds / n * 1000:6.2f}")
 
 
+class _Unsent:
+    """Publishes nothing: a task left for a message stays ready for the next call."""
+
+    def send(self, task: Any, countdown: float | None) -> None:
+        pass
+
+
+def eager(args: argparse.Namespace) -> None:
+    from django.conf import settings
+    from django.db.backends import utils
+    from django.test import override_settings
+
+    from durable_workflow import executor
+    from durable_workflow.executor import dispatch
+
+    dispatch.set_backend(_Unsent())
+    engine = {**settings.DURABLE_WORKFLOW, "EAGER_CHAIN_LIMIT": args.steps}
+    waits = {"seconds": 0.0, "calls": 0}
+    original = utils.CursorWrapper._execute
+
+    def timed(self: Any, *a: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, *a)
+        finally:
+            waits["seconds"] += time.perf_counter() - started
+            waits["calls"] += 1
+
+    for label, prof in (("timed", None), ("cProfile", cProfile.Profile())):
+        driver = Driver(args.skip + args.steps + 4, f"eager-{label}-{time.time_ns()}")
+        warm = {**engine, "EAGER_CHAIN_LIMIT": max(2, args.skip)}
+        with override_settings(DURABLE_WORKFLOW=warm):
+            executor.run_workflow_task(driver.next_task("workflow"))  # warm, skip
+        with override_settings(DURABLE_WORKFLOW=engine):
+            before, task_id = driver.events(), driver.next_task("workflow")
+            waits.update(seconds=0.0, calls=0)
+            utils.CursorWrapper._execute = timed  # type: ignore[method-assign]
+            wall = time.perf_counter()
+            try:
+                prof.runcall(executor.run_workflow_task, task_id) if prof else (
+                    executor.run_workflow_task(task_id)
+                )
+            finally:
+                wall = time.perf_counter() - wall
+                utils.CursorWrapper._execute = original  # type: ignore[method-assign]
+            steps = (driver.events() - before) / 3
+            print(
+                f"eager, {label}: {steps:.0f} steps after {before} events, "
+                f"{wall / steps * 1000:.2f} ms per step, of which "
+                f"{waits['seconds'] / steps * 1000:.2f} ms in {waits['calls'] / steps:.1f} "
+                "driver calls"
+            )
+            if prof:
+                _print_profile("eager steps", prof, args)
+
+
 def profile(args: argparse.Namespace) -> None:
     from durable_workflow import executor
 
@@ -177,25 +241,29 @@ def profile(args: argparse.Namespace) -> None:
             task_id = driver.next_task(kind)
             profiles[kind].runcall(fn, task_id)
     for kind, prof in profiles.items():
-        for title, order, restrict in (
-            ("own time, all code", "tottime", None),
-            ("cumulative, durable_workflow only", "cumulative", "durable_workflow/"),
+        _print_profile(f"{kind} task", prof, args)
+
+
+def _print_profile(what: str, prof: cProfile.Profile, args: argparse.Namespace) -> None:
+    for title, order, restrict in (
+        ("own time, all code", "tottime", None),
+        ("cumulative, durable_workflow only", "cumulative", "durable_workflow/"),
+    ):
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out).sort_stats(order)
+        if restrict:
+            stats.print_stats(restrict, args.top)
+        else:
+            stats.print_stats(args.top)
+        text = out.getvalue()
+        text = text[text.find("   ncalls") :]
+        for prefix in (
+            str(ROOT) + "/",
+            sys.prefix + "/lib/python3.11/site-packages/",
+            sys.base_prefix + "/lib/python3.11/",
         ):
-            out = io.StringIO()
-            stats = pstats.Stats(prof, stream=out).sort_stats(order)
-            if restrict:
-                stats.print_stats(restrict, args.top)
-            else:
-                stats.print_stats(args.top)
-            text = out.getvalue()
-            text = text[text.find("   ncalls") :]
-            for prefix in (
-                str(ROOT) + "/",
-                sys.prefix + "/lib/python3.11/site-packages/",
-                sys.base_prefix + "/lib/python3.11/",
-            ):
-                text = text.replace(prefix, "")
-            print(f"\n===== {kind} task, cProfile: {title} ({args.steps} tasks)\n{text.rstrip()}")
+            text = text.replace(prefix, "")
+        print(f"\n===== {what}, cProfile: {title} ({args.steps} steps)\n{text.rstrip()}")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -205,6 +273,9 @@ def run(args: argparse.Namespace) -> None:
     from durable_workflow.executor import dispatch
     from durable_workflow.transport.inline import InlineBackend
 
+    if args.eager:
+        eager(args)
+        return
     dispatch.set_backend(InlineBackend())
     # Each task is driven and timed on its own: no activity run eagerly by the
     # workflow task that schedules it, no workflow task by the activity that wakes it.

@@ -1,11 +1,11 @@
 """Server-side prepared statements for the hot path's statements (PostgreSQL).
 
 The engine's single-row statements (:mod:`durable_workflow.store.sql`) go to the
-server as text, several per query. Parsing and planning that text again each
-time is most of what the server spends on them, so on PostgreSQL with
-client-side binding each one is ``PREPARE``\\ d once per connection and sent as
-``EXECUTE name(values)`` from then on, still inside the same multi-statement
-query, values still rendered by the driver.
+server as text, several per query (:mod:`durable_workflow.store.roundtrips`).
+Parsing and planning that text again each time is most of what the server
+spends on them, so on PostgreSQL with client-side binding each one is
+``PREPARE``\\ d once per connection and sent as ``EXECUTE name(values)`` from
+then on, still inside the same multi-statement query.
 
 A statement's name is derived from its text (``dw_<verb>_<table>_<hash>``), so
 a name always means the same statement, whichever process prepared it. What a

@@ -8,36 +8,37 @@ Values still go in and come out through the very fields the ORM uses
 back is exactly what the ORM would store and read, on PostgreSQL and SQLite.
 
 Only the store modules use this, and only for statements on a known shape;
-everything else stays ORM.
-
-On PostgreSQL (with client-side binding, Django's default) round trips are
-saved three ways, none of which changes the order in which statements run:
-
-* a transaction can *defer* writes nobody reads the outcome of (inside
-  :func:`batched`): they wait, and travel in the same query as the next
-  statement of any kind, or at the end of the block;
-* a transaction the executor owns (:func:`atomic`) sends its ``COMMIT`` with
-  those last writes;
-* :func:`together` sends several statements as one query and reads each one's
-  outcome in turn (each still starts once the one before it is done, a lock
-  wait included).
-
-An error in any of them still fails the transaction before, or as, it commits.
+everything else stays ORM. How the statements travel (several per round trip,
+writes deferred, the ``COMMIT`` with the last of them) is
+:mod:`durable_workflow.store.roundtrips`; its entry points are re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import connections, router
 from django.db.models import Model
 
-from durable_workflow.store import prepared
+from durable_workflow.store import roundtrips
+from durable_workflow.store.roundtrips import Statement, atomic, batched, flush, together
+
+__all__ = [
+    "Add",
+    "Condition",
+    "Statement",
+    "Table",
+    "atomic",
+    "batched",
+    "flush",
+    "together",
+    "truths",
+    "truths_statement",
+    "values",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,15 +46,6 @@ class Add:
     """``SET column = column + amount``."""
 
     amount: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Statement:
-    """One statement and how to read its outcome from the cursor, for :func:`together`."""
-
-    sql: str
-    params: list[Any]
-    outcome: Callable[[Any], Any]
 
 
 #: Values that text, integer and boolean fields pass to the driver unchanged.
@@ -140,7 +132,7 @@ class Table:
         """Set ``changes`` (values, or :class:`Add`) on the matching rows; the row count
         (``None`` when ``defer`` let the statement wait for the next round trip)."""
         statement = self.update_statement(changes, where)
-        if defer and _defer(self.connection(), statement.sql, statement.params):
+        if defer and roundtrips.defer(self.connection(), statement.sql, statement.params):
             return None
         return together(self.model, [statement])[0]
 
@@ -169,7 +161,7 @@ class Table:
             batch = rows[start : start + per_batch]
             params = [self._prep(name, row[name], conn) for row in batch for name in names]
             sql = self._insert_sql(names, len(batch))
-            if not (defer and _defer(conn, sql, params)):
+            if not (defer and roundtrips.defer(conn, sql, params)):
                 together(self.model, [Statement(sql, params, lambda cursor: None)])
 
     # ----------------------------------------------------------------- pieces
@@ -279,140 +271,6 @@ class Table:
         return out
 
 
-class _Deferred(threading.local):
-    def __init__(self) -> None:
-        self.alias: str | None = None
-        #: (sql, preparable): the engine's own statements may be prepared, the rest not.
-        self.statements: list[tuple[str, bool]] = []
-        self.params: list[Any] = []
-        self.flushing = False
-
-
-_deferred = _Deferred()
-
-
-@contextlib.contextmanager
-def atomic(model: type[Model]) -> Iterator[None]:
-    """``transaction.atomic()`` for ``model``'s database, with :func:`batched` writes.
-
-    When this is the outermost block (the usual case for a task), its last flush also
-    carries the ``COMMIT``, so the driver has nothing left to send when Django commits.
-    """
-    with transaction.atomic(using=router.db_for_write(model)), batched(model, commit=True):
-        yield
-
-
-@contextlib.contextmanager
-def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
-    """Let writes marked ``defer`` wait and go out together (PostgreSQL with client-side
-    binding, Django's default; elsewhere every statement runs at once).
-
-    Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
-    ``commit`` (only for :func:`atomic`, which owns that block): end the transaction in
-    the last flush when the block is the outermost one.
-    """
-    conn = connections[router.db_for_write(model)]
-    usable = _multi_statement(conn) and _deferred.alias is None
-    if not usable:
-        yield
-        return
-    _deferred.alias = conn.alias
-    commit = commit and _outermost(conn)
-    try:
-        with conn.execute_wrapper(_flush_first):
-            yield
-            flush(commit=commit and _outermost(conn))
-    finally:
-        _deferred.alias = None
-        _deferred.statements, _deferred.params = [], []
-
-
-def _outermost(conn: Any) -> bool:
-    """Is the connection in one atomic block that commits when it exits, and nothing else?"""
-    return (
-        len(conn.atomic_blocks) == 1
-        and not conn.savepoint_ids
-        and conn.commit_on_exit
-        and not conn.needs_rollback
-    )
-
-
-def flush(*, commit: bool = False) -> None:
-    """Send the deferred writes now (one round trip); with ``commit``, end the
-    transaction in the same round trip (only from :func:`atomic`)."""
-    statements, params = _deferred.statements, _deferred.params
-    if commit:
-        statements = [*statements, ("COMMIT", False)]
-    if not statements or _deferred.flushing or _deferred.alias is None:
-        return
-    _deferred.statements, _deferred.params = [], []
-    _deferred.flushing = True
-    try:
-        conn = connections[_deferred.alias]
-        with conn.cursor() as cursor:
-            _sent(prepared.query(conn, statements), lambda text: cursor.execute(text, params))
-    finally:
-        _deferred.flushing = False
-
-
-def _defer(conn: Any, sql: str, params: list[Any]) -> bool:
-    if _deferred.alias != conn.alias:
-        return False
-    _deferred.statements.append((sql, True))
-    _deferred.params.extend(params)
-    return True
-
-
-def _sent(query: prepared.Query, execute: Callable[[str], Any]) -> Any:
-    """Run ``query`` with ``execute(text)`` and record what it prepared."""
-    try:
-        result = execute(query.text)
-    except Exception as exc:
-        query.failed(exc)
-        raise
-    query.sent()
-    return result
-
-
-_SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
-
-
-def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
-    """Any other statement on the connection runs after the deferred writes, in the same
-    round trip when it can (the cursor then shows that statement's result).
-
-    Savepoint statements (``atomic()`` blocks) have no result anyone reads: they
-    join the deferred writes, in order.
-    """
-    if _deferred.flushing:
-        return execute(sql, params, many, context)
-    if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
-        _deferred.statements.append((sql, False))
-        return None
-    if not _deferred.statements:
-        return execute(sql, params, many, context)
-    if (
-        many
-        or not isinstance(sql, str)
-        or not (isinstance(params, (list, tuple)) or (params is None and "%" not in sql))
-    ):
-        flush()
-        return execute(sql, params, many, context)
-    statements, deferred = _deferred.statements, _deferred.params
-    _deferred.statements, _deferred.params = [], []
-    query = prepared.query(context["connection"], [*statements, (sql, False)])
-    values = None if params is None and not deferred else [*deferred, *(params or [])]
-    _deferred.flushing = True
-    try:
-        result = _sent(query, lambda text: execute(text, values, many, context))
-    finally:
-        _deferred.flushing = False
-    cursor = context["cursor"].cursor
-    for _ in range(query.leading + len(statements)):
-        cursor.nextset()  # the caller reads its own statement's result
-    return result
-
-
 def _converted(row: Sequence[Any], convert: list[tuple[int, list[Any], Any]], conn: Any) -> list:
     values = list(row)
     for index, converters, col in convert:
@@ -453,55 +311,4 @@ def truths_statement(clauses: Sequence[tuple[str, list[Any]]]) -> Statement:
         sql,
         [param for _, params in clauses for param in params],
         lambda cursor: [bool(value) for value in cursor.fetchone()],
-    )
-
-
-def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
-    """Run statements in order and return their outcomes: in one round trip on
-    PostgreSQL with client-side binding, one by one elsewhere.
-
-    Each statement still runs on its own, after the one before it has finished
-    (a lock it waited for included). An error in one stops the rest.
-    """
-    conn = connections[router.db_for_write(model)]
-    with conn.cursor() as cursor:
-        if not _multi_statement(conn):
-            outcomes = []
-            for statement in statements:
-                cursor.execute(statement.sql, statement.params)
-                outcomes.append(statement.outcome(cursor))
-            return outcomes
-        waiting, values = _take_deferred(conn)
-        query = prepared.query(conn, [*waiting, *((s.sql, True) for s in statements)])
-        params = [*values, *(p for s in statements for p in s.params)]
-        _deferred.flushing = True
-        try:
-            _sent(query, lambda text: cursor.execute(text, params))
-        finally:
-            _deferred.flushing = False
-        for _ in range(query.leading + len(waiting)):
-            cursor.cursor.nextset()
-        outcomes = []
-        for index, statement in enumerate(statements):
-            if index:
-                cursor.cursor.nextset()
-            outcomes.append(statement.outcome(cursor))
-        return outcomes
-
-
-def _take_deferred(conn: Any) -> tuple[list[tuple[str, bool]], list[Any]]:
-    """The writes waiting on ``conn`` (they go first in the query about to be sent)."""
-    if _deferred.alias != conn.alias or _deferred.flushing:
-        return [], []
-    taken = _deferred.statements, _deferred.params
-    _deferred.statements, _deferred.params = [], []
-    return taken
-
-
-def _multi_statement(conn: Any) -> bool:
-    """Does the connection take several statements in one query (PostgreSQL's simple
-    protocol, which Django's default client-side binding uses)?"""
-    return (
-        conn.vendor == "postgresql"
-        and conn.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
     )

@@ -232,3 +232,34 @@ def test_statements_together_each_read_after_the_one_before(run_id):
     assert renamed == 1
     assert [tuple(r) for r in rows] == [(row.id, "seen")]
     assert through == [[row.id]]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="client-side binding is psycopg's")
+def test_values_are_rendered_as_the_driver_renders_them():
+    import decimal
+
+    from psycopg.types.json import Jsonb
+
+    from durable_workflow.models import TaskStatus
+    from durable_workflow.store import roundtrips
+
+    text = "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '100%%'"
+    values = [
+        "it's 50% off",
+        None,
+        uuid.uuid4(),
+        dt.datetime(2026, 11, 29, 12, 30, tzinfo=dt.UTC),
+        decimal.Decimal("1.50"),
+        b"\x00\xff%",
+        True,
+        10**15,
+        Jsonb({"percent": "%s %%", "list": [1, None]}),
+        TaskStatus.READY,
+    ]
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        assert roundtrips._bound(raw, text, values) == raw.mogrify(text, values)
+        cursor.execute(roundtrips._bound(raw, text, values))
+        row = cursor.fetchone()
+    assert row[0] == "it's 50% off" and row[1] is None and row[-1] == "100%"

@@ -1,0 +1,245 @@
+"""How the engine's statements travel to the database: together, in as few round trips
+as the order of their outcomes allows.
+
+On PostgreSQL with client-side binding (Django's default) round trips are saved
+three ways, none of which changes the order in which statements run:
+
+* a transaction can *defer* writes nobody reads the outcome of (inside
+  :func:`batched`): they wait, and travel in the same query as the next
+  statement of any kind, or at the end of the block;
+* a transaction the executor owns (:func:`atomic`) sends its ``COMMIT`` with
+  those last writes;
+* :func:`together` sends several statements as one query and reads each one's
+  outcome in turn (each still starts once the one before it is done, a lock
+  wait included).
+
+Each query's values are rendered here, with the driver's own adapters, into the
+text psycopg would have built: its client-side binding parses a query of more
+than 50 values anew every time, and a step's last batch has well over a hundred.
+The engine's own statements go as ``EXECUTE`` statements of prepared ones
+(:mod:`durable_workflow.store.prepared`). An error in any statement still fails
+the transaction before, or as, it commits. Elsewhere (SQLite, server-side
+binding) every statement runs on its own, at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from django.db import connections, router, transaction
+from django.db.models import Model
+
+from durable_workflow.store import prepared
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    """One statement and how to read its outcome from the cursor, for :func:`together`."""
+
+    sql: str
+    params: list[Any]
+    outcome: Callable[[Any], Any]
+
+
+class _Deferred(threading.local):
+    def __init__(self) -> None:
+        self.alias: str | None = None
+        #: (sql, preparable): the engine's own statements may be prepared, the rest not.
+        self.statements: list[tuple[str, bool]] = []
+        self.params: list[Any] = []
+        self.flushing = False
+
+
+_deferred = _Deferred()
+
+
+@contextlib.contextmanager
+def atomic(model: type[Model]) -> Iterator[None]:
+    """``transaction.atomic()`` for ``model``'s database, with :func:`batched` writes.
+
+    When this is the outermost block (the usual case for a task), its last flush also
+    carries the ``COMMIT``, so the driver has nothing left to send when Django commits.
+    """
+    with transaction.atomic(using=router.db_for_write(model)), batched(model, commit=True):
+        yield
+
+
+@contextlib.contextmanager
+def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
+    """Let writes marked ``defer`` wait and go out together (PostgreSQL with client-side
+    binding, Django's default; elsewhere every statement runs at once).
+
+    Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
+    ``commit`` (only for :func:`atomic`, which owns that block): end the transaction in
+    the last flush when the block is the outermost one.
+    """
+    conn = connections[router.db_for_write(model)]
+    usable = multi_statement(conn) and _deferred.alias is None
+    if not usable:
+        yield
+        return
+    _deferred.alias = conn.alias
+    commit = commit and _outermost(conn)
+    try:
+        with conn.execute_wrapper(_flush_first):
+            yield
+            flush(commit=commit and _outermost(conn))
+    finally:
+        _deferred.alias = None
+        _deferred.statements, _deferred.params = [], []
+
+
+def _outermost(conn: Any) -> bool:
+    """Is the connection in one atomic block that commits when it exits, and nothing else?"""
+    return (
+        len(conn.atomic_blocks) == 1
+        and not conn.savepoint_ids
+        and conn.commit_on_exit
+        and not conn.needs_rollback
+    )
+
+
+def flush(*, commit: bool = False) -> None:
+    """Send the deferred writes now (one round trip); with ``commit``, end the
+    transaction in the same round trip (only from :func:`atomic`)."""
+    statements, params = _deferred.statements, _deferred.params
+    if commit:
+        statements = [*statements, ("COMMIT", False)]
+    if not statements or _deferred.flushing or _deferred.alias is None:
+        return
+    _deferred.statements, _deferred.params = [], []
+    _deferred.flushing = True
+    try:
+        conn = connections[_deferred.alias]
+        with conn.cursor() as cursor:
+            _send(prepared.query(conn, statements), params, cursor.cursor, cursor.execute)
+    finally:
+        _deferred.flushing = False
+
+
+def defer(conn: Any, sql: str, params: list[Any]) -> bool:
+    if _deferred.alias != conn.alias:
+        return False
+    _deferred.statements.append((sql, True))
+    _deferred.params.extend(params)
+    return True
+
+
+def _send(
+    query: prepared.Query, params: list[Any] | None, raw: Any, execute: Callable[[str], Any]
+) -> Any:
+    """Run ``query`` with ``params`` rendered in, by ``execute(text)`` (no values left for
+    the driver to bind); record what it prepared. ``raw``: the driver's cursor."""
+    text = query.text if params is None else _bound(raw, query.text, params)
+    try:
+        result = execute(text)
+    except Exception as exc:
+        query.failed(exc)
+        raise
+    query.sent()
+    return result
+
+
+def _bound(raw: Any, text: str, params: Sequence[Any]) -> str:
+    """``text`` with each ``%s`` replaced by a value and ``%%`` by ``%``: what psycopg's
+    client-side binding sends, built with its adapters, without parsing the text."""
+    from psycopg.adapt import Transformer
+
+    adapt = Transformer.from_context(raw)
+    encoding = raw.connection.info.encoding
+    literals = tuple(b"NULL" if value is None else adapt.as_literal(value) for value in params)
+    return (text.encode(encoding) % literals).decode(encoding)
+
+
+_SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
+
+
+def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    """Any other statement on the connection runs after the deferred writes, in the same
+    round trip when it can (the cursor then shows that statement's result).
+
+    Savepoint statements (``atomic()`` blocks) have no result anyone reads: they
+    join the deferred writes, in order.
+    """
+    if _deferred.flushing:
+        return execute(sql, params, many, context)
+    if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
+        _deferred.statements.append((sql, False))
+        return None
+    if not _deferred.statements:
+        return execute(sql, params, many, context)
+    if (
+        many
+        or not isinstance(sql, str)
+        or not (isinstance(params, (list, tuple)) or (params is None and "%" not in sql))
+    ):
+        flush()
+        return execute(sql, params, many, context)
+    statements, deferred = _deferred.statements, _deferred.params
+    _deferred.statements, _deferred.params = [], []
+    query = prepared.query(context["connection"], [*statements, (sql, False)])
+    values = None if params is None and not deferred else [*deferred, *(params or [])]
+    cursor = context["cursor"].cursor
+    _deferred.flushing = True
+    try:
+        result = _send(query, values, cursor, lambda text: execute(text, None, many, context))
+    finally:
+        _deferred.flushing = False
+    for _ in range(query.leading + len(statements)):
+        cursor.nextset()  # the caller reads its own statement's result
+    return result
+
+
+def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
+    """Run statements in order and return their outcomes: in one round trip on
+    PostgreSQL with client-side binding, one by one elsewhere.
+
+    Each statement still runs on its own, after the one before it has finished
+    (a lock it waited for included). An error in one stops the rest.
+    """
+    conn = connections[router.db_for_write(model)]
+    with conn.cursor() as cursor:
+        if not multi_statement(conn):
+            outcomes = []
+            for statement in statements:
+                cursor.execute(statement.sql, statement.params)
+                outcomes.append(statement.outcome(cursor))
+            return outcomes
+        waiting, values = _take_deferred(conn)
+        query = prepared.query(conn, [*waiting, *((s.sql, True) for s in statements)])
+        params = [*values, *(p for s in statements for p in s.params)]
+        _deferred.flushing = True
+        try:
+            _send(query, params, cursor.cursor, cursor.execute)
+        finally:
+            _deferred.flushing = False
+        for _ in range(query.leading + len(waiting)):
+            cursor.cursor.nextset()
+        outcomes = []
+        for index, statement in enumerate(statements):
+            if index:
+                cursor.cursor.nextset()
+            outcomes.append(statement.outcome(cursor))
+        return outcomes
+
+
+def _take_deferred(conn: Any) -> tuple[list[tuple[str, bool]], list[Any]]:
+    """The writes waiting on ``conn`` (they go first in the query about to be sent)."""
+    if _deferred.alias != conn.alias or _deferred.flushing:
+        return [], []
+    taken = _deferred.statements, _deferred.params
+    _deferred.statements, _deferred.params = [], []
+    return taken
+
+
+def multi_statement(conn: Any) -> bool:
+    """Does the connection take several statements in one query (PostgreSQL's simple
+    protocol, which Django's default client-side binding uses)?"""
+    return (
+        conn.vendor == "postgresql"
+        and conn.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
+    )

@@ -181,14 +181,17 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     has just recorded the activity's outcome): one transaction for the whole step.
 
     The caller has checked that no workflow task is ready (one may carry news to
-    absorb). The task row is inserted leased to this process and settled with the
-    rest. ``False``: the caller wakes the workflow the regular way instead, because
-    a run deadline has passed (the regular task times the run out) or an unexpected
-    error rolled this back (``run`` is then put back as it was).
+    absorb). The task's row is inserted with its outcome, already settled when it
+    completes. ``False``: the caller wakes the workflow the regular way instead,
+    because a run deadline has passed (the regular task times the run out) or an
+    error rolled this back (``run`` is then put back as it was): an engine-level
+    failure or a structural limit is then met again, and recorded, by the regular
+    task, under its own savepoint.
     """
     if expired_deadline(run, now) is not None:
         return False
     before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
+    runtime = None
     try:
         with transaction.atomic():
             row = workflow_task_row(run, now=now)
@@ -200,10 +203,15 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
                 lease_seconds=get_settings().WORKFLOW_TASK_LEASE_SECONDS,
                 replay_mode=mode,
             )
-            (task,) = tasks.save_tasks([row])
-            outcome = _advance_and_settle(run, task, _runtime_for(run), now=now)
-    except Exception:
-        logger.exception("workflow task of run %s could not continue in place", run.id)
+            runtime = _runtime_for(run)
+            outcome = _advance_and_settle(run, tasks.record_of(row), runtime, now=now, unsaved=row)
+    except Exception as exc:
+        if runtime is not None:
+            runtime.dispose()
+        if isinstance(exc, (StructuralLimitExceeded, *TASK_FAILURES)):
+            logger.info("workflow task of run %s goes to a regular task: %s", run.id, exc)
+        else:
+            logger.exception("workflow task of run %s could not continue in place", run.id)
         for field in dataclasses.fields(before):
             setattr(run, field.name, getattr(before, field.name))
         return False
@@ -227,29 +235,47 @@ def _runtime_for(run: RunRecord) -> WorkflowRuntime:
 
 
 def _advance_and_settle(
-    run: RunRecord, task: TaskRecord, runtime: WorkflowRuntime, *, now: dt.datetime
+    run: RunRecord,
+    task: TaskRecord,
+    runtime: WorkflowRuntime,
+    *,
+    now: dt.datetime,
+    unsaved: Any = None,
 ) -> str | _Pending:
-    """Advance the body; settle the task, or pause it for a local activity."""
-    try:
+    """Advance the body; settle the task, or pause it for a local activity.
+
+    ``unsaved``: the task's row, not inserted yet (:func:`continue_here`, whose
+    savepoint takes back everything on any error, so none is handled here); it is
+    inserted once the outcome is known.
+    """
+    if unsaved is not None:
+        request = _advance(run, runtime, now=now)
+    else:
         try:
-            with transaction.atomic():
-                request = _advance(run, runtime, now=now)
-        except StructuralLimitExceeded as exc:
-            # What the commands wrote went with the savepoint; the run fails instead.
-            with transaction.atomic():
-                request = _advance(run, runtime, now=now, closing=structural_failure(exc))
-    except TASK_FAILURES as exc:
-        runtime.dispose()
-        _record_task_failure(run, task.id, exc, now=now)
-        return "failed"
+            try:
+                with transaction.atomic():
+                    request = _advance(run, runtime, now=now)
+            except StructuralLimitExceeded as exc:
+                # What the commands wrote went with the savepoint; the run fails instead.
+                with transaction.atomic():
+                    request = _advance(run, runtime, now=now, closing=structural_failure(exc))
+        except TASK_FAILURES as exc:
+            runtime.dispose()
+            _record_task_failure(run, task.id, exc, now=now)
+            return "failed"
     if request is not None and local_activities.give_up_if_exhausted(run, task, request, now=now):
-        return _advance_and_settle(run, task, runtime, now=now)  # the body sees the failure
+        return _advance_and_settle(run, task, runtime, now=now, unsaved=unsaved)
     if request is not None:
+        if unsaved is not None:
+            tasks.save_tasks([unsaved])  # leased while the local activity runs
         lease = local_activities.begin_attempt(run, task, request, now=now)
         runs.save_run(run, now=now)
         _keep_tail(run, runtime)
         return _Pending(runtime=runtime, lease=lease)
-    tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
+    if unsaved is not None:
+        tasks.save_tasks([tasks.settled(unsaved, TaskStatus.COMPLETED, now=now)])
+    else:
+        tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
     runs.save_run(run, now=now)
     _keep_tail(run, runtime)
     return "completed"

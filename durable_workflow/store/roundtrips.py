@@ -52,6 +52,8 @@ class _Deferred(threading.local):
         self.statements: list[tuple[str, bool]] = []
         self.params: list[Any] = []
         self.flushing = False
+        #: The transaction is ours and not begun yet: the first query carries its BEGIN.
+        self.begin = False
 
 
 _deferred = _Deferred()
@@ -84,13 +86,46 @@ def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
         return
     _deferred.alias = conn.alias
     commit = commit and _outermost(conn)
+    _deferred.begin = commit and _begin_with_first_query(conn)
     try:
         with conn.execute_wrapper(_flush_first):
             yield
             flush(commit=commit and _outermost(conn))
     finally:
         _deferred.alias = None
+        _deferred.begin = False
         _deferred.statements, _deferred.params = [], []
+
+
+def _begin_with_first_query(conn: Any) -> bool:
+    """Let the block's first query carry its ``BEGIN`` (one round trip fewer).
+
+    psycopg sends a ``BEGIN`` of its own before the first statement of a
+    transaction when it is not in autocommit mode, which Django's ``atomic()`` has
+    just turned off. Switched back on, the driver sends nothing but what it is
+    given; the server is in a transaction from the ``BEGIN`` on, and when the
+    block ends, Django's commit or rollback finds it closed (``COMMIT`` sent with
+    the last writes) or closes it, then turns autocommit on as usual.
+    """
+    raw = conn.connection
+    if raw is None or raw.autocommit or raw.info.transaction_status != _idle():
+        return False
+    raw.autocommit = True
+    return True
+
+
+def _idle() -> Any:
+    from psycopg.pq import TransactionStatus
+
+    return TransactionStatus.IDLE
+
+
+def _opening() -> str:
+    """``BEGIN`` for the query about to go, when the transaction is not begun yet."""
+    if not _deferred.begin:
+        return ""
+    _deferred.begin = False
+    return "BEGIN;\n"
 
 
 def _outermost(conn: Any) -> bool:
@@ -107,7 +142,7 @@ def flush(*, commit: bool = False) -> None:
     """Send the deferred writes now (one round trip); with ``commit``, end the
     transaction in the same round trip (only from :func:`atomic`)."""
     statements, params = _deferred.statements, _deferred.params
-    if commit:
+    if commit and (statements or not _deferred.begin):  # a transaction never begun: no COMMIT
         statements = [*statements, ("COMMIT", False)]
     if not statements or _deferred.flushing or _deferred.alias is None:
         return
@@ -130,18 +165,29 @@ def defer(conn: Any, sql: str, params: list[Any]) -> bool:
 
 
 def _send(
-    query: prepared.Query, params: list[Any] | None, raw: Any, execute: Callable[[str], Any]
-) -> Any:
+    query: prepared.Query,
+    params: list[Any] | None,
+    raw: Any,
+    execute: Callable[[str], Any],
+    *,
+    ours: bool = True,
+) -> int:
     """Run ``query`` with ``params`` rendered in, by ``execute(text)`` (no values left for
-    the driver to bind); record what it prepared. ``raw``: the driver's cursor."""
+    the driver to bind); record what it prepared. ``raw``: the driver's cursor;
+    ``ours``: the connection is the one :func:`batched` manages.
+
+    Returns how many results come before those of the query's statements (its
+    ``PREPARE``\\ s, and the transaction's ``BEGIN`` when it carries that).
+    """
     text = query.text if params is None else _bound(raw, query.text, params)
+    opening = _opening() if ours else ""
     try:
-        result = execute(text)
+        execute(opening + text)
     except Exception as exc:
         query.failed(exc)
         raise
     query.sent()
-    return result
+    return query.leading + (1 if opening else 0)
 
 
 def _bound(raw: Any, text: str, params: Sequence[Any]) -> str:
@@ -159,8 +205,9 @@ _SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPO
 
 
 def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
-    """Any other statement on the connection runs after the deferred writes, in the same
-    round trip when it can (the cursor then shows that statement's result).
+    """Any other statement on the connection runs after the deferred writes (and the
+    transaction's ``BEGIN``, when not sent yet), in the same round trip when it can
+    (the cursor then shows that statement's result).
 
     Savepoint statements (``atomic()`` blocks) have no result anyone reads: they
     join the deferred writes, in order.
@@ -170,7 +217,7 @@ def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untype
     if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
         _deferred.statements.append((sql, False))
         return None
-    if not _deferred.statements:
+    if not _deferred.statements and not _deferred.begin:
         return execute(sql, params, many, context)
     if (
         many
@@ -178,20 +225,25 @@ def _flush_first(execute, sql, params, many, context):  # type: ignore[no-untype
         or not (isinstance(params, (list, tuple)) or (params is None and "%" not in sql))
     ):
         flush()
+        if _opening():  # on its own: this executor may be executemany's
+            context["cursor"].cursor.execute("BEGIN")
         return execute(sql, params, many, context)
     statements, deferred = _deferred.statements, _deferred.params
     _deferred.statements, _deferred.params = [], []
     query = prepared.query(context["connection"], [*statements, (sql, False)])
     values = None if params is None and not deferred else [*deferred, *(params or [])]
     cursor = context["cursor"].cursor
+    results = []
     _deferred.flushing = True
     try:
-        result = _send(query, values, cursor, lambda text: execute(text, None, many, context))
+        skip = _send(
+            query, values, cursor, lambda text: results.append(execute(text, None, many, context))
+        )
     finally:
         _deferred.flushing = False
-    for _ in range(query.leading + len(statements)):
+    for _ in range(skip + len(statements)):
         cursor.nextset()  # the caller reads its own statement's result
-    return result
+    return results[0]
 
 
 def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
@@ -209,15 +261,16 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
                 cursor.execute(statement.sql, statement.params)
                 outcomes.append(statement.outcome(cursor))
             return outcomes
-        waiting, values = _take_deferred(conn)
+        ours = _deferred.alias == conn.alias and not _deferred.flushing
+        waiting, values = _take_deferred(conn) if ours else ([], [])
         query = prepared.query(conn, [*waiting, *((s.sql, True) for s in statements)])
         params = [*values, *(p for s in statements for p in s.params)]
         _deferred.flushing = True
         try:
-            _send(query, params, cursor.cursor, cursor.execute)
+            skip = _send(query, params, cursor.cursor, cursor.execute, ours=ours)
         finally:
             _deferred.flushing = False
-        for _ in range(query.leading + len(waiting)):
+        for _ in range(skip + len(waiting)):
             cursor.cursor.nextset()
         outcomes = []
         for index, statement in enumerate(statements):
@@ -229,8 +282,6 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
 
 def _take_deferred(conn: Any) -> tuple[list[tuple[str, bool]], list[Any]]:
     """The writes waiting on ``conn`` (they go first in the query about to be sent)."""
-    if _deferred.alias != conn.alias or _deferred.flushing:
-        return [], []
     taken = _deferred.statements, _deferred.params
     _deferred.statements, _deferred.params = [], []
     return taken

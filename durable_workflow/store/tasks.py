@@ -295,8 +295,23 @@ def renew_lease(
 
 
 def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = "") -> None:
-    changes = {"status": status, "lease_expires_at": None, "last_error": error[:10000]}
-    _TASKS.update({**changes, "updated_at": now}, [("id", "=", task_id)], defer=True)
+    _TASKS.update(_settled_fields(status, now, error), [("id", "=", task_id)], defer=True)
+
+
+def settled(row: Task, status: str, *, now: dt.datetime) -> Task:
+    """A built task as :func:`settle` would leave it (to insert it settled)."""
+    for name, value in _settled_fields(status, now, "").items():
+        setattr(row, name, value)
+    return row
+
+
+def _settled_fields(status: str, now: dt.datetime, error: str) -> dict[str, Any]:
+    return {
+        "status": status,
+        "lease_expires_at": None,
+        "last_error": error[:10000],
+        "updated_at": now,
+    }
 
 
 def settle_open_tasks_of_run(run_id: uuid.UUID, status: str, *, now: dt.datetime) -> None:

@@ -26,7 +26,7 @@ from durable_workflow.executor.common import worker_id
 from durable_workflow.models import ActivityAttempt, Task
 from tests import sql_text
 from tests.integration.helpers import Recorder, event_types, events_of, start, tasks_of
-from tests.testapp.workflows import Add
+from tests.testapp.workflows import Add, Greet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,6 +71,14 @@ class SlowFanOut(Workflow):
 
     def handle(self, count: int) -> Any:
         return dw.all([lambda index=index: dw.activity(Nap, index) for index in range(count)])
+
+
+class StepThenLarge(Workflow):
+    type_key = "tests.eager.step-then-large"
+
+    def handle(self, size: int) -> Any:
+        dw.activity(Add, 1, 2)
+        return dw.activity(Greet, "x" * size)  # past the payload limit: met as it persists
 
 
 def eager_settings(**more: Any) -> dict[str, Any]:
@@ -348,3 +356,41 @@ def test_a_member_failing_among_quick_ones_fails_the_fan_out(recorder):
     assert stub.refresh().status() == "failed"
     assert event_types(stub).count("ActivityFailed") == 1
     assert not Task.objects.filter(run_id=stub.run_id(), status__in=["ready", "leased"]).exists()
+
+
+def test_a_workflow_task_run_in_place_is_inserted_settled(recorder):
+    stub = start("tests.many-steps", "eager-settled", 3)
+    updates = []
+
+    def watch(execute, statement, params, many, context):
+        updates.extend(k for k in sql_text.kinds(statement) if k == ("UPDATE", Task._meta.db_table))
+        return execute(statement, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        executor.run_workflow_task(first_task(stub).id)
+    assert stub.refresh().output() == 3
+    rows = Task.objects.filter(run_id=stub.run_id(), task_type="workflow")
+    assert rows.count() == 4 and {row.status for row in rows} == {"completed"}
+    assert all(row.lease_expires_at is None for row in rows)
+    # The first task's claim and settle, each activity's settle, and the sweep of open
+    # tasks as the run closes: the three workflow tasks run in place are written once
+    # each, by their insert.
+    assert len(updates) == 2 + 3 + 1
+
+
+def test_a_limit_met_in_place_is_recorded_by_a_regular_workflow_task(recorder, caplog):
+    limits = {"STRUCTURAL_LIMITS": {"payload_size": 2000}}
+    with override_settings(DURABLE_WORKFLOW=eager_settings(**limits)):
+        stub = start("tests.eager.step-then-large", "eager-limit", 5000)
+        caplog.set_level("INFO", logger="durable_workflow")
+        # The step, then the large argument: met in place, it goes to a regular task
+        # (run by this message too), which fails the run.
+        executor.run_workflow_task(first_task(stub).id)
+    assert "goes to a regular task" in caplog.text
+    assert stub.refresh().failed()
+    assert stub.history()[-1].payload["structural_limit_kind"] == "payload_size"
+    assert event_types(stub).count("ActivityCompleted") == 1
+    failed_tasks = Task.objects.filter(run_id=stub.run_id(), task_type="workflow").exclude(
+        status="completed"
+    )
+    assert not failed_tasks.exists()

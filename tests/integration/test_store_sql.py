@@ -150,6 +150,45 @@ def test_the_last_batch_carries_the_commit(run_id):
     assert committed == [True]  # on_commit hooks still run, after the data is there
 
 
+@pytest.mark.parametrize("first", ["engine statement", "ORM statement", "executemany"])
+def test_the_first_query_begins_the_transaction(run_id, first):
+    """The BEGIN travels with the block's first query, whatever that query is: what
+    the block wrote before it failed is rolled back, and the driver is left as
+    Django expects it."""
+    row, other = built(run_id), built(run_id)
+    TASKS.insert([sql.values(other)])
+    with pytest.raises(RuntimeError), sql.atomic(WorkflowRun):
+        if first == "engine statement":
+            TASKS.insert([sql.values(row)])
+        elif first == "ORM statement":
+            Task.objects.filter(id=other.id).update(last_error="written")
+        else:
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {Task._meta.db_table} SET last_error = %s WHERE id = %s",
+                    [("written", TASKS._prep("id", other.id, connection))],
+                )
+        TASKS.update({"last_error": "then"}, [("id", "=", other.id)], defer=True)
+        raise RuntimeError("the block fails after writing")
+    assert not Task.objects.filter(id=row.id).exists()
+    assert Task.objects.get(id=other.id).last_error == ""
+    assert connection.get_autocommit() and not connection.in_atomic_block
+    if connection.vendor == "postgresql":
+        assert connection.connection.autocommit
+        assert connection.connection.info.transaction_status == 0  # idle
+
+
+def test_an_empty_block_sends_nothing(run_id):
+    sent, record = _sent_to_driver()
+    with connection.execute_wrapper(record), sql.atomic(WorkflowRun):
+        pass
+    if connection.vendor == "postgresql":
+        assert sent == []  # (SQLite begins every transaction the same way)
+    with sql.atomic(WorkflowRun):  # and the next block works as ever
+        Task.objects.filter(run_id=run_id).update(last_error="next")
+    assert set(Task.objects.filter(run_id=run_id).values_list("last_error", flat=True)) == {"next"}
+
+
 def test_a_nested_batch_leaves_the_commit_to_the_outer_block(run_id):
     row = built(run_id)
     sent, record = _sent_to_driver()

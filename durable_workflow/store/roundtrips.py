@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -48,6 +50,7 @@ class Statement:
 class _Deferred(threading.local):
     def __init__(self) -> None:
         self.alias: str | None = None
+        self.conn: Any = None  # connections[alias], looked up once per block
         #: (sql, preparable): the engine's own statements may be prepared, the rest not.
         self.statements: list[tuple[str, bool]] = []
         self.params: list[Any] = []
@@ -84,7 +87,7 @@ def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
     if not usable:
         yield
         return
-    _deferred.alias = conn.alias
+    _deferred.alias, _deferred.conn = conn.alias, conn
     commit = commit and _outermost(conn)
     _deferred.begin = commit and _begin_with_first_query(conn)
     try:
@@ -92,7 +95,7 @@ def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
             yield
             flush(commit=commit and _outermost(conn))
     finally:
-        _deferred.alias = None
+        _deferred.alias, _deferred.conn = None, None
         _deferred.begin = False
         _deferred.statements, _deferred.params = [], []
 
@@ -149,7 +152,7 @@ def flush(*, commit: bool = False) -> None:
     _deferred.statements, _deferred.params = [], []
     _deferred.flushing = True
     try:
-        conn = connections[_deferred.alias]
+        conn = _deferred.conn
         with conn.cursor() as cursor:
             _send(prepared.query(conn, statements), params, cursor.cursor, cursor.execute)
     finally:
@@ -192,13 +195,41 @@ def _send(
 
 def _bound(raw: Any, text: str, params: Sequence[Any]) -> str:
     """``text`` with each ``%s`` replaced by a value and ``%%`` by ``%``: what psycopg's
-    client-side binding sends, built with its adapters, without parsing the text."""
+    client-side binding sends, built with its adapters, without parsing the text
+    (the most common types of the engine's values rendered here, byte for byte as
+    psycopg renders them)."""
     from psycopg.adapt import Transformer
 
     adapt = Transformer.from_context(raw)
     encoding = raw.connection.info.encoding
-    literals = tuple(b"NULL" if value is None else adapt.as_literal(value) for value in params)
-    return (text.encode(encoding) % literals).decode(encoding)
+    literals = []
+    for value in params:
+        render = _LITERALS.get(type(value))
+        if render is not None:
+            literal = render(value)
+        elif isinstance(value, str) and not _NEEDS_ESCAPE.intersection(value):
+            literal = b"'%s'" % value.encode(encoding)  # a TextChoices member included
+        else:
+            literal = None
+        literals.append(literal if literal is not None else adapt.as_literal(value))
+    return (text.encode(encoding) % tuple(literals)).decode(encoding)
+
+
+def _datetime(value: dt.datetime) -> bytes | None:
+    if value.tzinfo is None:
+        return None  # a timestamp without time zone: psycopg's own dumper
+    return b"'%s'::timestamptz" % str(value).encode()
+
+
+_NEEDS_ESCAPE = frozenset("'\\\x00")
+
+_LITERALS: dict[type, Callable[[Any], bytes | None]] = {
+    type(None): lambda value: b"NULL",
+    bool: lambda value: b"true" if value else b"false",
+    int: lambda value: b"%d" % value if value >= 0 else b" %d" % value,
+    uuid.UUID: lambda value: b"'%s'::uuid" % value.hex.encode(),
+    dt.datetime: _datetime,
+}
 
 
 _SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
@@ -253,7 +284,7 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
     Each statement still runs on its own, after the one before it has finished
     (a lock it waited for included). An error in one stops the rest.
     """
-    conn = connections[router.db_for_write(model)]
+    conn = connection_for(model)
     with conn.cursor() as cursor:
         if not multi_statement(conn):
             outcomes = []
@@ -278,6 +309,15 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
                 cursor.cursor.nextset()
             outcomes.append(statement.outcome(cursor))
         return outcomes
+
+
+def connection_for(model: type[Model]) -> Any:
+    """The connection for the engine's statements on ``model``: inside a batched block
+    the block's own (one engine transaction spans all the engine's tables, so they
+    share a database), elsewhere the router's choice."""
+    if _deferred.conn is not None:
+        return _deferred.conn
+    return connections[router.db_for_write(model)]
 
 
 def _take_deferred(conn: Any) -> tuple[list[tuple[str, bool]], list[Any]]:

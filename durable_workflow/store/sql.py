@@ -20,7 +20,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import connections, router
+from django.db import connections
 from django.db.models import Model
 
 from durable_workflow.store import roundtrips
@@ -78,7 +78,7 @@ class Table:
         self.meta = model._meta
 
     def connection(self) -> Any:
-        return connections[router.db_for_write(self.model)]
+        return roundtrips.connection_for(self.model)
 
     # ------------------------------------------------------------- statements
 

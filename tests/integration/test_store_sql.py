@@ -282,23 +282,33 @@ def test_values_are_rendered_as_the_driver_renders_them():
     from durable_workflow.models import TaskStatus
     from durable_workflow.store import roundtrips
 
-    text = "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '100%%'"
     values = [
         "it's 50% off",
+        "plain",
+        "back\\slash",
+        "naïve ünïcode",
         None,
         uuid.uuid4(),
         dt.datetime(2026, 11, 29, 12, 30, tzinfo=dt.UTC),
+        dt.datetime(2026, 11, 29, 12, 30, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=-3))),
+        dt.datetime(2026, 11, 29, 12, 30),
         decimal.Decimal("1.50"),
         b"\x00\xff%",
         True,
+        False,
+        0,
+        -7,
         10**15,
+        2**70,
         Jsonb({"percent": "%s %%", "list": [1, None]}),
         TaskStatus.READY,
     ]
+    text = "SELECT " + ", ".join(["%s"] * len(values)) + ", '100%%'"
     connection.ensure_connection()
     with connection.cursor() as cursor:
         raw = cursor.cursor
         assert roundtrips._bound(raw, text, values) == raw.mogrify(text, values)
         cursor.execute(roundtrips._bound(raw, text, values))
         row = cursor.fetchone()
-    assert row[0] == "it's 50% off" and row[1] is None and row[-1] == "100%"
+    assert list(row[:5]) == ["it's 50% off", "plain", "back\\slash", "naïve ünïcode", None]
+    assert row[-1] == "100%"

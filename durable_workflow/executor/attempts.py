@@ -44,17 +44,27 @@ def start_eagerly(
     """Start an activity the current workflow task has just scheduled, leased to this
     process, to run once that transaction commits; returns its ``ActivityStarted`` event.
     """
-    lease, started = begin(run, task, execution, now=now)
+    lease, started = begin(run, task, execution, now=now, first=True)
     eager.offer(eager.ACTIVITY, lease)
     return started
 
 
 def begin(
-    run: Any, claimed: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
+    run: Any,
+    claimed: TaskRecord,
+    execution: ActivityRecord,
+    *,
+    now: dt.datetime,
+    first: bool = False,
 ) -> tuple[Lease, tuple[str, dict[str, Any]]]:
-    """A new attempt under the claimed task's lease, and its ``ActivityStarted`` event."""
+    """A new attempt under the claimed task's lease, and its ``ActivityStarted`` event.
+
+    ``first``: the execution was scheduled in this transaction and inserted already
+    running (``activities.mark_started``).
+    """
     assert claimed.lease_id is not None
-    activities.expire_attempt(execution.current_attempt_id, now=now)
+    if not first:
+        activities.expire_attempt(execution.current_attempt_id, now=now)
     expires = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
     attempt_id, number = activities.start_attempt(
         execution,
@@ -63,6 +73,7 @@ def begin(
         lease_expires_at=expires,
         now=now,
         deadlines=attempt_deadlines(execution.options, now),
+        first=first,
     )
     started = {
         **attempt_fields(execution, attempt_id, number),

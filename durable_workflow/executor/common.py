@@ -43,11 +43,13 @@ def registered_worker_id() -> str | None:
 
 def worker_id() -> str:
     """The lease owner this process writes: its registration id when it has one."""
-    return (
-        get_settings().WORKER_ID
-        or _registered["worker_id"]
-        or f"{socket.gethostname()}:{os.getpid()}"
-    )
+    return get_settings().WORKER_ID or _registered["worker_id"] or _host_and_pid(os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _host_and_pid(pid: int) -> str:
+    """``host:pid`` (by pid, so a forked worker names itself, not its parent)."""
+    return f"{socket.gethostname()}:{pid}"
 
 
 def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:

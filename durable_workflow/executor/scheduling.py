@@ -82,6 +82,7 @@ class ActivityBatch:
                 now=now,
                 lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS,
             )
+            activities.mark_started(execution, now=now)  # inserted running: see attempts.begin
         self.tasks.append(task)
         payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
         if session_id:

@@ -112,12 +112,17 @@ def start_attempt(
     now: dt.datetime,
     retry_reason: str | None = None,
     deadlines: dict[str, dt.datetime | None] | None = None,
+    first: bool = False,
 ) -> tuple[uuid.UUID, int]:
-    """A new attempt row; the execution points at it as the only one that may settle."""
-    number = execution.attempt_count + 1
+    """A new attempt row; the execution points at it as the only one that may settle.
+
+    ``first``: the execution was built by :func:`mark_started` and is inserted already
+    pointing at this attempt, so only the attempt row is written.
+    """
+    number = 1 if first else execution.attempt_count + 1
     attempt = ActivityAttempt(
         **(deadlines or {}),
-        id=uuid7(),
+        id=execution.current_attempt_id if first else uuid7(),
         execution_id=execution.id,
         attempt_number=number,
         task_id=task_id,
@@ -127,18 +132,29 @@ def start_attempt(
         started_at=now,
     )
     _ATTEMPTS.insert([sql.values(attempt)], defer=True)
-    _EXECUTIONS.update(
-        {
-            "status": ActivityStatus.RUNNING,
-            "attempt_count": number,
-            "current_attempt_id": attempt.id,
-            "started_at": now,
-            "schedule_to_start_deadline_at": None,
-        },
-        [("id", "=", execution.id)],
-        defer=True,
-    )
+    if not first:
+        _EXECUTIONS.update(
+            _started_fields(attempt.id, number, now), [("id", "=", execution.id)], defer=True
+        )
     return attempt.id, number
+
+
+def mark_started(row: ActivityExecution, *, now: dt.datetime) -> None:
+    """Make a built, unsaved execution say that its first attempt is running, under an
+    id chosen now (for an activity this process starts in the transaction that
+    schedules it: see ``start_attempt(first=True)``)."""
+    for name, value in _started_fields(uuid7(), 1, now).items():
+        setattr(row, name, value)
+
+
+def _started_fields(attempt_id: uuid.UUID, number: int, now: dt.datetime) -> dict[str, Any]:
+    return {
+        "status": ActivityStatus.RUNNING,
+        "attempt_count": number,
+        "current_attempt_id": attempt_id,
+        "started_at": now,
+        "schedule_to_start_deadline_at": None,
+    }
 
 
 def close_attempt(

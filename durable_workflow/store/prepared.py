@@ -72,7 +72,7 @@ def _shape(sql: str) -> _Shape | None:
     verb = sql.split(None, 1)[0].lower()
     table = _TABLE.search(sql)
     digest = hashlib.blake2b(sql.encode(), digest_size=8).hexdigest()
-    hint = f"{verb}_{table.group(1) if table else ''}"[:40]
+    hint = f"{verb}_{table.group(1) if table else ''}"[:43]  # names stop at 63 bytes
     name = f"dw_{hint}_{digest}"
     prepared = pieces[0] + "".join(f"${i}{piece}" for i, piece in enumerate(pieces[1:], 1))
     values = ", ".join(["%s"] * (len(pieces) - 1))

@@ -378,6 +378,33 @@ def test_a_workflow_task_run_in_place_is_inserted_settled(recorder):
     assert len(updates) == 2 + 3 + 1
 
 
+def test_an_activity_started_where_it_is_scheduled_is_inserted_running(recorder):
+    from durable_workflow.models import ActivityAttempt, ActivityExecution
+
+    stub = start("tests.many-steps", "eager-running", 3)
+    updates = []
+
+    def watch(execute, statement, params, many, context):
+        table = ActivityExecution._meta.db_table
+        updates.extend(k for k in sql_text.kinds(statement) if k == ("UPDATE", table))
+        return execute(statement, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        executor.run_workflow_task(first_task(stub).id)
+    assert stub.refresh().output() == 3
+    for execution in ActivityExecution.objects.filter(run_id=stub.run_id()):
+        (attempt,) = ActivityAttempt.objects.filter(execution=execution)
+        assert execution.current_attempt_id == attempt.id and execution.attempt_count == 1
+        assert execution.started_at == attempt.started_at is not None
+        assert execution.schedule_to_start_deadline_at is None
+        assert (execution.status, attempt.status, attempt.attempt_number) == (
+            "completed",
+            "completed",
+            1,
+        )
+    assert len(updates) == 3  # each closed once; none updated to running
+
+
 def test_a_limit_met_in_place_is_recorded_by_a_regular_workflow_task(recorder, caplog):
     limits = {"STRUCTURAL_LIMITS": {"payload_size": 2000}}
     with override_settings(DURABLE_WORKFLOW=eager_settings(**limits)):

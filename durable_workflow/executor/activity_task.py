@@ -44,6 +44,7 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 from durable_workflow.store import activities, runs, sql, tasks
+from durable_workflow.store import children as child_store
 from durable_workflow.store.records import ActivityRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -235,7 +236,10 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
     statements = _result_statements(leases, now=now, wanted=wanted)
     with sql.atomic(WorkflowRun):
         run, *asked = sql.together(WorkflowRun, statements)
-        helds, ((ready, others_open), *found) = asked[: len(leases)], asked[len(leases) :]
+        helds, ((ready, others_open, calls, timers), *found) = (
+            asked[: len(leases)],
+            asked[len(leases) :],
+        )
         outcomes = ["completed" if held else "stale" for held in helds]
         for lease, held in zip(leases, helds, strict=True):
             if not held:
@@ -243,6 +247,7 @@ def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) ->
         kept = [result for result, held in zip(results, helds, strict=True) if held]
         if run is None or not kept:
             return ["stale"] * len(leases)
+        run.open_work = (calls, timers, others_open)  # for a closing in continue_here
         if run.status in TERMINAL_RUN_STATUSES:
             # The run closed first: the attempts end cancelled whatever they returned
             # (closing the run recorded ActivityCancelled for their executions).
@@ -286,8 +291,8 @@ def _result_statements(
 ) -> list[sql.Statement]:
     """One round trip for a settle: the run lock, then (each statement reading what the
     lock let through) the fencing settles, whether a workflow task is waiting, whether
-    another activity of the run is open, and, after a member taken from a fan-out, the
-    siblings to take next."""
+    another activity, a child call or a timer of the run is open, and, after a member
+    taken from a fan-out, the siblings to take next."""
     first = leases[0]
     statements = [runs.lock_statement(first.run_id)]
     statements += [
@@ -302,6 +307,9 @@ def _result_statements(
             [
                 tasks.ready_workflow_clause(first.run_id),
                 activities.other_open_clause(first.run_id, mine),
+                # What a closing would ask, should the workflow task end the run here.
+                child_store.open_calls_clause(first.run_id),
+                activities.pending_timers_clause(first.run_id),
             ]
         )
     )

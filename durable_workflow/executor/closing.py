@@ -23,8 +23,9 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     from durable_workflow.executor import children
 
     continued = run.status == "completed" and run.closed_reason == "continued"
-    # One read says what is open; most runs close with nothing left to cancel.
-    calls, timers, executions = sql.truths(
+    # One read says what is open (unless the settle this closing follows asked already);
+    # most runs close with nothing left to cancel.
+    calls, timers, executions = run.open_work or sql.truths(
         WorkflowRun,
         [child_store.open_calls_clause(run.id), *activities.open_work_clauses(run.id)],
     )

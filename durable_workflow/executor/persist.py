@@ -41,6 +41,8 @@ def persist(
     to it (see :mod:`durable_workflow.executor.eager`) instead of being published.
     """
     events: list[Event] = []
+    if any(type(command) in _OPENS_WORK for command in new):
+        run.open_work = None  # what the settle saw open may no longer be all
     batch = ActivityBatch(run, now, eager_ok)
     for command in new:
         if type(command) is c.ScheduleActivity:
@@ -300,6 +302,10 @@ _HANDLERS: dict[type, Any] = {
     c.ApplyUpdate: _apply_update,
     c.CompleteUpdate: _complete_update,
 }
+
+
+#: Commands after which a closing must look again at what is open.
+_OPENS_WORK = frozenset({c.ScheduleActivity, c.StartTimer, c.StartChild})
 
 
 def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:

@@ -320,11 +320,15 @@ def fire_timer(timer_id: uuid.UUID, *, now: dt.datetime) -> bool:
 def open_work_clauses(run_id: uuid.UUID) -> list[tuple[str, list[Any]]]:
     """Whether the run has pending timers, and open activities, as SQL truths."""
     return [
-        sql.Table(Timer).exists_clause(
-            [("run_id", "=", run_id), ("status", "=", TimerStatus.PENDING)]
-        ),
+        pending_timers_clause(run_id),
         _EXECUTIONS.exists_clause([("run_id", "=", run_id), ("status", "IN", _OPEN)]),
     ]
+
+
+def pending_timers_clause(run_id: uuid.UUID) -> tuple[str, list[Any]]:
+    return sql.Table(Timer).exists_clause(
+        [("run_id", "=", run_id), ("status", "=", TimerStatus.PENDING)]
+    )
 
 
 def pending_timers_of_run(run_id: uuid.UUID) -> list[TimerRecord]:

@@ -44,6 +44,10 @@ class RunRecord:
     dirty: set[str] = field(default_factory=set, repr=False)
     #: Events appended through this record (this transaction), as a read would return them.
     appended: list[Any] = field(default_factory=list, repr=False, compare=False)
+    #: Whether child calls, pending timers and activities (besides those this transaction
+    #: settles) were open when a statement under this lock looked, for a closing in the
+    #: same transaction; ``None`` when nobody looked or this transaction may open more.
+    open_work: tuple[bool, bool, bool] | None = field(default=None, repr=False, compare=False)
 
     @property
     def history_length(self) -> int:

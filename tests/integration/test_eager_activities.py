@@ -23,7 +23,8 @@ from durable_workflow import Activity, ActivityOptions, Workflow, clock, executo
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.executor import dispatch, sticky, workflow_task
 from durable_workflow.executor.common import worker_id
-from durable_workflow.models import ActivityAttempt, Task
+from durable_workflow.models import ActivityAttempt, Task, Timer
+from durable_workflow.store import sql
 from tests import sql_text
 from tests.integration.helpers import Recorder, event_types, events_of, start, tasks_of
 from tests.testapp.workflows import Add, Greet
@@ -79,6 +80,16 @@ class StepThenLarge(Workflow):
     def handle(self, size: int) -> Any:
         dw.activity(Add, 1, 2)
         return dw.activity(Greet, "x" * size)  # past the payload limit: met as it persists
+
+
+class TimerLeftOpen(Workflow):
+    type_key = "tests.eager.timer-left-open"
+
+    def handle(self) -> Any:
+        selected = dw.select(
+            {"work": lambda: dw.activity(Add, 1, 2), "later": lambda: dw.timer(3600)}
+        )
+        return selected.result()  # the timer is left pending: closing cancels it
 
 
 def eager_settings(**more: Any) -> dict[str, Any]:
@@ -421,3 +432,17 @@ def test_a_limit_met_in_place_is_recorded_by_a_regular_workflow_task(recorder, c
         status="completed"
     )
     assert not failed_tasks.exists()
+
+
+def test_a_run_closed_in_place_cancels_what_it_left_open(recorder, monkeypatch):
+    stub = start("tests.eager.timer-left-open", "eager-left-open")
+    asked = []
+    real = sql.truths
+    monkeypatch.setattr(sql, "truths", lambda *args: asked.append(args) or real(*args))
+    executor.run_workflow_task(first_task(stub).id)
+    assert stub.refresh().output() == 3
+    assert "TimerCancelled" in event_types(stub)
+    timers = Timer.objects.filter(run_id=stub.run_id()).values_list("status", flat=True)
+    assert set(timers) == {"cancelled"}
+    # The settle asked, under the lock, what the closing needs: no read of its own.
+    assert asked == []

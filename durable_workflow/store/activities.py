@@ -43,7 +43,7 @@ _EXECUTIONS = sql.Table(ActivityExecution)
 _ATTEMPTS = sql.Table(ActivityAttempt)
 
 
-def _record(row: ActivityExecution) -> ActivityRecord:
+def _record(row: ActivityExecution | sql.Built) -> ActivityRecord:
     return ActivityRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
@@ -60,9 +60,10 @@ def build_execution(
     now: dt.datetime,
     deadlines: dict[str, dt.datetime | None] | None = None,
     worker_session_id: str | None = None,
-) -> ActivityExecution:
+) -> sql.Built:
     """An unsaved execution row, for :func:`save_executions`."""
-    return ActivityExecution(
+    return sql.Built(
+        ActivityExecution,
         worker_session_id=worker_session_id,
         **(deadlines or {}),
         id=uuid7(),
@@ -78,7 +79,7 @@ def build_execution(
     )
 
 
-def save_executions(rows: list[ActivityExecution]) -> list[ActivityRecord]:
+def save_executions(rows: list[sql.Built]) -> list[ActivityRecord]:
     """Insert built executions in one statement."""
     _EXECUTIONS.insert((sql.values(row) for row in rows), defer=True)
     return [_record(row) for row in rows]
@@ -120,7 +121,8 @@ def start_attempt(
     pointing at this attempt, so only the attempt row is written.
     """
     number = 1 if first else execution.attempt_count + 1
-    attempt = ActivityAttempt(
+    attempt = sql.Built(
+        ActivityAttempt,
         **(deadlines or {}),
         id=execution.current_attempt_id if first else uuid7(),
         execution_id=execution.id,
@@ -139,7 +141,7 @@ def start_attempt(
     return attempt.id, number
 
 
-def mark_started(row: ActivityExecution, *, now: dt.datetime) -> None:
+def mark_started(row: sql.Built, *, now: dt.datetime) -> None:
     """Make a built, unsaved execution say that its first attempt is running, under an
     id chosen now (for an activity this process starts in the transaction that
     schedules it: see ``start_attempt(first=True)``)."""

@@ -28,6 +28,7 @@ from durable_workflow.store.roundtrips import Statement, atomic, batched, flush,
 
 __all__ = [
     "Add",
+    "Built",
     "Condition",
     "Statement",
     "Table",
@@ -289,7 +290,26 @@ def _max_params(conn: Any) -> int:
     return 999 if conn.vendor == "sqlite" else 30000
 
 
-def values(row: Model) -> dict[str, Any]:
+class Built:
+    """A row to insert: each concrete field of ``model`` by attribute name, defaults as
+    the ORM fills them in, ``values`` on top. What an unsaved model instance holds,
+    without its cost (about 20 µs to build; the hot path builds a few per step)."""
+
+    def __init__(self, model: type[Model], **values: Any) -> None:
+        self._meta = model._meta
+        for attname, default in _defaults(model):
+            if attname not in values:
+                setattr(self, attname, default())
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
+@functools.cache
+def _defaults(model: type[Model]) -> tuple[tuple[str, Any], ...]:
+    return tuple((field.attname, field._get_default) for field in model._meta.concrete_fields)
+
+
+def values(row: Model | Built) -> dict[str, Any]:
     """Every column of a built, unsaved row, by attribute name (for :meth:`Table.insert`)."""
     return {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
 

@@ -41,7 +41,7 @@ _FIELDS = (
 _TASKS = sql.Table(Task)
 
 
-def record_of(row: Task) -> TaskRecord:
+def record_of(row: Task | sql.Built) -> TaskRecord:
     """The record of a task row (saved or only built)."""
     return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
 
@@ -73,9 +73,10 @@ def build_task(
     compatibility: str | compat.FromRun | None = compat.FROM_RUN,
     sticky_worker_id: str | None = None,
     sticky_until: dt.datetime | None = None,
-) -> Task:
+) -> sql.Built:
     """An unsaved ready task carrying its run's compatibility marker (read here unless passed)."""
-    return Task(
+    return sql.Built(
+        Task,
         id=uuid7(),
         run_id=run_id,
         task_type=task_type,
@@ -96,13 +97,13 @@ def build_task(
 
 
 def lease_new(
-    row: Task,
+    row: sql.Built,
     *,
     owner: str,
     now: dt.datetime,
     lease_seconds: int,
     replay_mode: str | None = None,
-) -> Task:
+) -> sql.Built:
     """A built task, leased at birth to ``owner`` (its first claim)."""
     if replay_mode:
         row.sticky_replay_mode, row.sticky_claimed_at = replay_mode, now
@@ -116,7 +117,7 @@ def lease_new(
     return row
 
 
-def save_tasks(rows: list[Task]) -> list[TaskRecord]:
+def save_tasks(rows: list[sql.Built]) -> list[TaskRecord]:
     """Insert built tasks in one statement."""
     _TASKS.insert((sql.values(row) for row in rows), defer=True)
     return [record_of(row) for row in rows]
@@ -298,7 +299,7 @@ def settle(task_id: uuid.UUID, status: str, *, now: dt.datetime, error: str = ""
     _TASKS.update(_settled_fields(status, now, error), [("id", "=", task_id)], defer=True)
 
 
-def settled(row: Task, status: str, *, now: dt.datetime) -> Task:
+def settled(row: sql.Built, status: str, *, now: dt.datetime) -> sql.Built:
     """A built task as :func:`settle` would leave it (to insert it settled)."""
     for name, value in _settled_fields(status, now, "").items():
         setattr(row, name, value)

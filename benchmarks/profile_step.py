@@ -200,17 +200,18 @@ def eager(args: argparse.Namespace) -> None:
     for label, prof in (("timed", None), ("cProfile", cProfile.Profile())):
         driver = Driver(args.skip + args.steps + 4, f"eager-{label}-{time.time_ns()}")
         warm = {**engine, "EAGER_CHAIN_LIMIT": max(2, args.skip)}
-        with override_settings(DURABLE_WORKFLOW=warm):
-            executor.run_workflow_task(driver.next_task("workflow"))  # warm, skip
+        with override_settings(DURABLE_WORKFLOW=warm):  # warm the body (and --skip steps)
+            executor.run_workflow_task(driver.next_task("workflow"))
         with override_settings(DURABLE_WORKFLOW=engine):
             before, task_id = driver.events(), driver.next_task("workflow")
             waits.update(seconds=0.0, calls=0)
             utils.CursorWrapper._execute = timed  # type: ignore[method-assign]
             wall = time.perf_counter()
             try:
-                prof.runcall(executor.run_workflow_task, task_id) if prof else (
+                if prof is None:
                     executor.run_workflow_task(task_id)
-                )
+                else:
+                    prof.runcall(executor.run_workflow_task, task_id)
             finally:
                 wall = time.perf_counter() - wall
                 utils.CursorWrapper._execute = original  # type: ignore[method-assign]

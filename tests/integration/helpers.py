@@ -34,6 +34,23 @@ def tasks_of(stub: WorkflowStub, task_type: str | None = None) -> list[Task]:
     return list(rows)
 
 
+def built_task(run_id: Any, **fields: Any) -> Any:
+    """An unsaved activity task of the run (``store.tasks.build_task``), ready to insert."""
+    from durable_workflow.store import tasks
+
+    values: dict[str, Any] = {
+        "run_id": run_id,
+        "task_type": "activity",
+        "available_at": clock.now(),
+        "queue": "celery",
+        "connection": None,
+        "now": clock.now(),
+        "compatibility": None,
+        **fields,
+    }
+    return tasks.build_task(**values)
+
+
 def start(workflow: str, instance_id: str, *args: Any) -> WorkflowStub:
     stub = WorkflowStub.make(workflow, instance_id)
     stub.start(*args)

@@ -14,12 +14,12 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import override_settings
 
-from durable_workflow import clock, executor
+from durable_workflow import executor
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models import Task
-from durable_workflow.store import prepared, sql, tasks
+from durable_workflow.store import prepared, sql
 from tests import sql_text
-from tests.integration.helpers import start
+from tests.integration.helpers import built_task, start
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -58,16 +58,7 @@ def sent():
 
 
 def built(run_id: uuid.UUID) -> Task:
-    return tasks.build_task(
-        run_id=run_id,
-        task_type="activity",
-        available_at=clock.now(),
-        queue="celery",
-        connection=None,
-        now=clock.now(),
-        payload={"k": [1, "two"]},
-        compatibility=None,
-    )
+    return built_task(run_id, payload={"k": [1, "two"]})
 
 
 def server_names() -> set[str]:

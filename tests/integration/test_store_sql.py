@@ -10,9 +10,9 @@ from django.db import IntegrityError, connection, transaction
 
 from durable_workflow import clock
 from durable_workflow.models import HistoryEvent, Task, WorkflowRun
-from durable_workflow.store import sql, tasks
+from durable_workflow.store import sql
 from tests import sql_text
-from tests.integration.helpers import start
+from tests.integration.helpers import built_task, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,16 +26,8 @@ def run_id(inline) -> uuid.UUID:
 
 
 def built(run_id: uuid.UUID, **fields) -> Task:
-    return tasks.build_task(
-        run_id=run_id,
-        task_type="activity",
-        available_at=clock.now(),
-        queue="celery",
-        connection=None,
-        now=clock.now(),
-        payload={"nested": {"list": [1, "two", None], "flag": True}},
-        compatibility=None,
-        **fields,
+    return built_task(
+        run_id, payload={"nested": {"list": [1, "two", None], "flag": True}}, **fields
     )
 
 

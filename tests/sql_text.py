@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 _EXECUTE = re.compile(r"EXECUTE dw_([a-z]+)_(.*)_[0-9a-f]{16}\b")
-_TABLE = re.compile(r'(?:FROM|INTO|UPDATE) "([^"]+)"')
+_TABLE = re.compile(r'(?:FROM|INTO|UPDATE) "([^"]+)"')  # group(0) starts with the verb
 
 
 def kinds(text: str) -> list[tuple[str, str]]:
@@ -23,5 +23,7 @@ def kinds(text: str) -> list[tuple[str, str]]:
         else:
             table = _TABLE.search(part)
             verb = part.split(None, 1)[0].upper() if part else ""
+            if verb == "WITH" and table:  # a data-modifying WITH counts as what it does
+                verb = table.group(0).split()[0].upper()
             out.append((verb, table.group(1) if table else ""))
     return out

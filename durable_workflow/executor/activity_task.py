@@ -16,6 +16,8 @@ import time
 import uuid
 from typing import Any
 
+from django.db import DatabaseError
+
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
@@ -31,6 +33,7 @@ from durable_workflow.executor import (
     hooks,
     lifecycle,
     session_tasks,
+    speculation,
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
@@ -44,7 +47,6 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 from durable_workflow.store import activities, runs, sql, tasks
-from durable_workflow.store import children as child_store
 from durable_workflow.store.records import ActivityRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -63,11 +65,19 @@ def run_claimed(lease: Lease) -> str:
     """Run a claimed attempt's user code and settle it."""
     started = time.monotonic()
     ok, value = _invoke(lease)
+    assumed = speculation.take(lease)
     if not ok:
         return _settle(lease, ok, value)
-    return _settle_results(
-        [(lease, value)], quick=time.monotonic() - started < fan_out.QUICK_SECONDS
-    )[0]
+    quick = time.monotonic() - started < fan_out.QUICK_SECONDS
+    if assumed is not None:
+        try:
+            return _settle_results([(lease, value)], quick=quick, assumed=assumed)[0]
+        except DatabaseError as exc:
+            if not sql.refuted(exc):
+                raise
+            speculation.refute(lease.run_id)
+            logger.debug("run %s was not as assumed: the step is settled as usual", lease.run_id)
+    return _settle_results([(lease, value)], quick=quick)[0]
 
 
 def run_claimed_together(leases: list[Lease]) -> list[str]:
@@ -223,19 +233,29 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 
 
 @retry_transaction
-def _settle_results(results: list[tuple[Lease, Any]], *, quick: bool = False) -> list[str]:
+def _settle_results(
+    results: list[tuple[Lease, Any]], *, quick: bool = False, assumed: Any = None
+) -> list[str]:
     """Record the results of completed attempts of one run in one transaction, and go
     on from there: run the workflow task they wake (a sequential step), or take the next
-    waiting members of their fan-out (several after ``quick`` ones)."""
+    waiting members of their fan-out (several after ``quick`` ones).
+
+    ``assumed``: the run as this process last committed it, for one lease: the first
+    round trip's answers are assumed, and checked with the writes (``speculation``).
+    """
     from durable_workflow.executor import workflow_task  # it imports this module
 
     now = clock.now()
     leases = [lease for lease, _ in results]
     first = leases[0]
     wanted = fan_out.wanted(quick)
-    statements = _result_statements(leases, now=now, wanted=wanted)
     with sql.atomic(WorkflowRun):
-        run, *asked = sql.together(WorkflowRun, statements)
+        answers = None
+        if assumed is not None:
+            answers = speculation.assume(first, assumed, now=now)
+        if answers is None:
+            answers = sql.together(WorkflowRun, _result_statements(leases, now=now, wanted=wanted))
+        run, *asked = answers
         helds, ((ready, others_open, calls, timers), *found) = (
             asked[: len(leases)],
             asked[len(leases) :],
@@ -302,17 +322,8 @@ def _result_statements(
         for lease in leases
     ]
     mine = [lease.execution.id for lease in leases]
-    statements.append(
-        sql.truths_statement(
-            [
-                tasks.ready_workflow_clause(first.run_id),
-                activities.other_open_clause(first.run_id, mine),
-                # What a closing would ask, should the workflow task end the run here.
-                child_store.open_calls_clause(first.run_id),
-                activities.pending_timers_clause(first.run_id),
-            ]
-        )
-    )
+    # (Open calls and timers: what a closing would ask, should the run end here.)
+    statements.append(sql.truths_statement(speculation.questions(first.run_id, mine)))
     if wanted and any(lease.fan_out for lease in leases):
         statements += fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
     return statements

@@ -14,7 +14,7 @@ from typing import Any
 
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import eager
+from durable_workflow.executor import eager, speculation
 from durable_workflow.executor.common import worker_id
 from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.store import activities
@@ -39,13 +39,18 @@ class Lease:
 
 
 def start_eagerly(
-    run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime
+    run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime, sole: bool
 ) -> tuple[str, dict[str, Any]]:
     """Start an activity the current workflow task has just scheduled, leased to this
     process, to run once that transaction commits; returns its ``ActivityStarted`` event.
+
+    ``sole``: the only activity the workflow task scheduled (its settle may then assume
+    the run as this transaction leaves it, see ``speculation``).
     """
     lease, started = begin(run, task, execution, now=now, first=True)
     eager.offer(eager.ACTIVITY, lease)
+    if sole:
+        speculation.remember_at_commit(run)
     return started
 
 

@@ -48,7 +48,8 @@ class _State(threading.local):
         self.follow_up: tuple[str, Any] | None = None
         self.hops = 0
         self.draining = False
-        self.held: tuple[TaskRecord, ActivityRecord] | None = None
+        #: (task, execution, sole: the only activity its workflow task scheduled)
+        self.held: tuple[TaskRecord, ActivityRecord, bool] | None = None
 
 
 _state = _State()
@@ -107,12 +108,13 @@ def wanted(run: RunRecord, execution: Any) -> bool:
     return _state.held is None and _activity_ok(run, execution)
 
 
-def keep(task: TaskRecord, execution: ActivityRecord) -> None:
-    """Remember the activity task this workflow task leased for this process."""
-    _state.held = (task, execution)
+def keep(task: TaskRecord, execution: ActivityRecord, *, sole: bool) -> None:
+    """Remember the activity task this workflow task leased for this process (``sole``:
+    the only activity the workflow task scheduled)."""
+    _state.held = (task, execution, sole)
 
 
-def take_held() -> tuple[TaskRecord, ActivityRecord] | None:
+def take_held() -> tuple[TaskRecord, ActivityRecord, bool] | None:
     """The activity task kept in this workflow task (and forget it)."""
     held, _state.held = _state.held, None
     return held

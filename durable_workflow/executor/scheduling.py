@@ -98,7 +98,7 @@ class ActivityBatch:
                 local_activities.fresh.executions[(record.run_id, record.sequence)] = record
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
-                eager.keep(task, records[task.activity_execution_id])
+                eager.keep(task, records[task.activity_execution_id], sole=len(self.tasks) == 1)
             else:
                 dispatch.enqueue(task)
         self.executions, self.tasks = [], []

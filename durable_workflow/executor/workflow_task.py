@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from durable_workflow import clock, registry
 from durable_workflow.conf import get_settings
@@ -186,7 +186,8 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     because a run deadline has passed (the regular task times the run out) or an
     error rolled this back (``run`` is then put back as it was): an engine-level
     failure or a structural limit is then met again, and recorded, by the regular
-    task, under its own savepoint.
+    task, under its own savepoint. A database error fails the caller's transaction
+    as a whole.
     """
     if expired_deadline(run, now) is not None:
         return False
@@ -208,6 +209,10 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     except Exception as exc:
         if runtime is not None:
             runtime.dispose()
+        if isinstance(exc, DatabaseError):
+            # A statement may have failed before the savepoint: the whole transaction
+            # is lost (e.g. an assumed step refuted, see ``speculation``).
+            raise
         if isinstance(exc, (StructuralLimitExceeded, *TASK_FAILURES)):
             logger.info("workflow task of run %s goes to a regular task: %s", run.id, exc)
         else:
@@ -334,7 +339,8 @@ def _advance(
                 run.set(status=RunStatus.WAITING)
             held = eager.take_held()  # an activity persist leased to this process
             if held is not None:
-                events.append(start_eagerly(run, *held, now=now))
+                task, execution, sole = held
+                events.append(start_eagerly(run, task, execution, now=now, sole=sole))
             lifecycle.append(run, events, now=now)
             boundary = run.next_sequence - 1
             run.set(last_progress_at=now, workflow_task_sequence=boundary)

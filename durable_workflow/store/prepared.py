@@ -71,6 +71,8 @@ def _shape(sql: str) -> _Shape | None:
         return None
     verb = sql.split(None, 1)[0].lower()
     table = _TABLE.search(sql)
+    if verb == "with" and table:  # a data-modifying WITH: named after what it modifies
+        verb = table.group(0).split()[0].lower()
     digest = hashlib.blake2b(sql.encode(), digest_size=8).hexdigest()
     hint = f"{verb}_{table.group(1) if table else ''}"[:43]  # names stop at 63 bytes
     name = f"dw_{hint}_{digest}"

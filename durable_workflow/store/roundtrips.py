@@ -167,6 +167,17 @@ def defer(conn: Any, sql: str, params: list[Any]) -> bool:
     return True
 
 
+def defer_all(model: type[Model], statements: Sequence[Statement]) -> bool:
+    """Let statements whose outcome nobody reads (e.g. :func:`expect_rows`) wait for the
+    next round trip; ``False`` (nothing deferred) where writes are not batched."""
+    conn = connection_for(model)
+    if _deferred.alias != conn.alias:
+        return False
+    for statement in statements:
+        defer(conn, statement.sql, statement.params)
+    return True
+
+
 def _send(
     query: prepared.Query,
     params: list[Any] | None,
@@ -309,6 +320,47 @@ def together(model: type[Model], statements: Sequence[Statement]) -> list[Any]:
                 cursor.cursor.nextset()
             outcomes.append(statement.outcome(cursor))
         return outcomes
+
+
+#: What a refuted expectation (:func:`expect_rows`) makes the server say.
+REFUTED = "dw:expectation refuted"
+
+
+def expect_rows(statement: Statement, count: int) -> Statement:
+    """``statement`` (a ``SELECT`` or an ``UPDATE``), failing its transaction unless it
+    finds exactly ``count`` rows: for outcomes assumed rather than read (see
+    :func:`refuted`). Its own outcome is nothing to read."""
+    check = _refuting(f"count(*) = {int(count)}")
+    if statement.sql.startswith("UPDATE "):
+        sql = f"WITH expected AS ({statement.sql} RETURNING 1) SELECT {check} FROM expected"
+    else:
+        sql = f"SELECT {check} FROM ({statement.sql}) AS expected"
+    return Statement(sql, statement.params, lambda cursor: None)
+
+
+def expect_false(clauses: Sequence[tuple[str, list[Any]]]) -> Statement:
+    """SQL truths (as for ``sql.truths``) expected all false; else the transaction fails."""
+    held = " OR ".join(f"({clause})" for clause, _ in clauses)
+    return Statement(
+        f"SELECT {_refuting(f'NOT ({held})')}",
+        [param for _, params in clauses for param in params],
+        lambda cursor: None,
+    )
+
+
+def _refuting(condition: str) -> str:
+    # Evaluated at run time only (the condition reads rows), so a false one raises
+    # "invalid input syntax for type integer" naming REFUTED, and true costs nothing.
+    return f"CAST(CASE WHEN {condition} THEN '1' ELSE '{REFUTED}' END AS integer)"
+
+
+def refuted(exc: BaseException) -> bool:
+    """Did a statement of :func:`expect_rows` or :func:`expect_false` fail its transaction?"""
+    while exc is not None:
+        if REFUTED in str(exc):
+            return True
+        exc = exc.__cause__  # type: ignore[assignment]
+    return False
 
 
 def connection_for(model: type[Model]) -> Any:

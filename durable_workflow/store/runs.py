@@ -139,6 +139,34 @@ def lock_statement(run_id: uuid.UUID | str) -> sql.Statement:
     return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
 
 
+#: Columns a run keeps for life (left out of :func:`expected_statement`).
+_FIXED = frozenset(
+    {
+        "id",
+        "instance_id",
+        "run_number",
+        "workflow_type",
+        "workflow_class",
+        "payload_codec",
+        "arguments",
+        "created_at",
+        "parent_run_id",
+        "parent_sequence",
+    }
+)
+
+
+def expected_statement(run: RunRecord) -> sql.Statement:
+    """The run lock of :func:`lock_statement` for a run assumed to be exactly ``run``:
+    the transaction fails unless its row holds these values (``sql.expect_rows``)."""
+    where: list[sql.Condition] = [("id", "=", run.id)]
+    for name in _RUN_FIELDS:
+        if name not in _FIXED:
+            value = getattr(run, name)
+            where.append((name, "IS NULL", None) if value is None else (name, "=", value))
+    return sql.expect_rows(_RUNS.select_statement(["id"], where, for_update=True), 1)
+
+
 def _first_record(rows: list[list[Any]]) -> RunRecord | None:
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 

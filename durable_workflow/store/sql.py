@@ -24,7 +24,17 @@ from django.db import connections
 from django.db.models import Model
 
 from durable_workflow.store import roundtrips
-from durable_workflow.store.roundtrips import Statement, atomic, batched, flush, together
+from durable_workflow.store.roundtrips import (
+    Statement,
+    atomic,
+    batched,
+    defer_all,
+    expect_false,
+    expect_rows,
+    flush,
+    refuted,
+    together,
+)
 
 __all__ = [
     "Add",
@@ -34,7 +44,11 @@ __all__ = [
     "Table",
     "atomic",
     "batched",
+    "defer_all",
+    "expect_false",
+    "expect_rows",
     "flush",
+    "refuted",
     "together",
     "truths",
     "truths_statement",

@@ -92,6 +92,44 @@ class TimerLeftOpen(Workflow):
         return selected.result()  # the timer is left pending: closing cancels it
 
 
+class PokeOwnWorkflow(Activity):
+    """Signals the workflow it runs for: a write to the run between two steps."""
+
+    type_key = "tests.eager.poke-own-workflow"
+
+    def handle(self, value: int) -> int:
+        dw.WorkflowStub.load(self.workflow_id()).signal("poke", value)
+        return value
+
+
+class CancelOwnWorkflow(Activity):
+    type_key = "tests.eager.cancel-own-workflow"
+
+    def handle(self) -> str:
+        dw.WorkflowStub.load(self.workflow_id()).cancel("from inside")
+        return "asked"
+
+
+class CancelledBetweenSteps(Workflow):
+    type_key = "tests.eager.cancelled-between-steps"
+
+    def handle(self) -> Any:
+        dw.activity(Add, 1, 2)
+        dw.activity(CancelOwnWorkflow)
+        return dw.activity(Add, 3, 4)
+
+
+class PokedBetweenSteps(Workflow):
+    type_key = "tests.eager.poked-between-steps"
+    signals = ["poke"]
+
+    def handle(self) -> Any:
+        first = dw.activity(Add, 1, 2)
+        dw.activity(PokeOwnWorkflow, 7)
+        poked = dw.wait_signal("poke")
+        return [first, poked, dw.activity(Add, poked, 1)]
+
+
 def eager_settings(**more: Any) -> dict[str, Any]:
     return {
         **settings.DURABLE_WORKFLOW,
@@ -446,3 +484,104 @@ def test_a_run_closed_in_place_cancels_what_it_left_open(recorder, monkeypatch):
     assert set(timers) == {"cancelled"}
     # The settle asked, under the lock, what the closing needs: no read of its own.
     assert asked == []
+
+
+def test_a_sequential_step_is_one_round_trip(recorder):
+    """Its settle assumes what it would ask (the run as this process left it, its lease
+    held, nothing else waiting or open) and checks it along with the writes."""
+    from django.db.backends import utils
+
+    stub = start("tests.many-steps", "eager-one-trip", 12)
+    calls = []
+    real = utils.CursorWrapper._execute
+
+    def counted(self, sql, *args):
+        if "testapp_" not in sql:  # the activity's own bookkeeping
+            calls.append(sql)
+        return real(self, sql, *args)
+
+    task_id = first_task(stub).id
+    utils.CursorWrapper._execute = counted
+    try:
+        executor.run_workflow_task(task_id)
+    finally:
+        utils.CursorWrapper._execute = real
+    assert stub.refresh().output() == sum(range(12))
+    if connection.vendor == "postgresql":
+        # The first workflow task (three) and one per step (the last one closes the run).
+        assert len(calls) == 3 + 12, calls
+
+
+def test_a_step_not_as_assumed_is_settled_as_usual(recorder, caplog):
+    """Between two steps the activity itself signals its workflow: the run is no longer
+    as this process left it, the assumed step is rolled back whole and done the regular
+    way, and the signal is delivered."""
+    caplog.set_level("DEBUG", logger="durable_workflow")
+    stub = start("tests.eager.poked-between-steps", "eager-poked")
+    for _ in range(5):
+        ready = Task.objects.filter(run_id=stub.run_id(), status="ready").first()
+        if ready is None:
+            break
+        runner = (
+            executor.run_workflow_task
+            if ready.task_type == "workflow"
+            else executor.run_activity_task
+        )
+        runner(ready.id)
+    assert stub.refresh().output() == [3, 7, 8]
+    if connection.vendor == "postgresql":  # (elsewhere every step asks first)
+        assert "was not as assumed" in caplog.text
+    types = event_types(stub)
+    assert types.count("ActivityCompleted") == 3 and types.count("SignalReceived") == 1
+    sequences = [event.sequence for event in stub.history()]
+    assert sequences == list(range(1, len(sequences) + 1))
+
+
+def test_a_lease_lost_before_the_settle_records_nothing(recorder, monkeypatch):
+    from durable_workflow.executor import activity_task
+
+    stub = start("tests.many-steps", "eager-lost-lease", 3)
+    real = activity_task._invoke
+    stolen = []
+
+    def steal_then_run(lease):
+        if not stolen:  # another claim takes the task meanwhile
+            Task.objects.filter(id=lease.task_id).update(lease_generation=lease.generation + 1)
+            stolen.append(lease.task_id)
+        return real(lease)
+
+    monkeypatch.setattr(activity_task, "_invoke", steal_then_run)
+    executor.run_workflow_task(first_task(stub).id)
+    assert event_types(stub).count("ActivityCompleted") == 0
+    assert Task.objects.get(id=stolen[0]).status == "leased"  # left to its new holder
+
+
+def test_the_first_member_of_a_fan_out_is_settled_asking_first(recorder, caplog):
+    """Its siblings are open, so assuming "nothing else open" would be refuted every time:
+    only an activity its workflow task scheduled alone is settled on assumptions."""
+    caplog.set_level("DEBUG", logger="durable_workflow")
+    stub = start("tests.fanout", "eager-fan-first", 3)
+    executor.run_workflow_task(first_task(stub).id)
+    assert event_types(stub).count("ActivityCompleted") >= 1
+    assert "was not as assumed" not in caplog.text
+
+
+def test_a_step_refuted_inside_the_workflow_task_it_runs_is_settled_as_usual(recorder, caplog):
+    """A cancel request between two steps: the refusal may come from a query the
+    in-place workflow task sends; the whole step still goes back, and is done as usual."""
+    caplog.set_level("DEBUG", logger="durable_workflow")
+    stub = start("tests.eager.cancelled-between-steps", "eager-cancelled")
+    for _ in range(5):
+        ready = Task.objects.filter(run_id=stub.run_id(), status="ready").first()
+        if ready is None:
+            break
+        runner = (
+            executor.run_workflow_task
+            if ready.task_type == "workflow"
+            else executor.run_activity_task
+        )
+        assert runner(ready.id) in {"completed", "skipped"}
+    assert stub.refresh().cancelled()
+    types = event_types(stub)
+    assert types.count("ActivityCompleted") == 2 and "WorkflowCancelled" in types
+    assert "could not continue in place" not in caplog.text

@@ -10,7 +10,7 @@ questions as *expectations* instead (``sql.expect_rows``, ``sql.expect_false``):
 they travel first in the step's single query, lock and check the same rows, and
 fail the transaction when the database disagrees. A refuted step is rolled back
 whole and run again the regular way, and its run is not speculated on again in
-this process for a while (a run with other work open would be refuted every
+this process for a minute (a run with other work open would be refuted every
 time).
 """
 
@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import datetime as dt
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -30,18 +31,20 @@ from durable_workflow.store import activities, runs, sql, tasks
 from durable_workflow.store import children as child_store
 from durable_workflow.store.records import RunRecord
 
-#: Runs refuted lately in this process (not speculated on again while listed).
+#: Runs refuted lately in this process are not speculated on for this long...
+REFUTED_PAUSE_SECONDS = 60.0
+#: ... and at most this many are remembered.
 _REFUTED_KEPT = 1000
 
 _last = threading.local()
-_refuted: collections.OrderedDict[uuid.UUID, None] = collections.OrderedDict()
+_refuted: collections.OrderedDict[uuid.UUID, float] = collections.OrderedDict()
 _lock = threading.Lock()
 
 
 def remember_at_commit(run: RunRecord) -> None:
     """Keep ``run`` as its transaction leaves it (call when that transaction starts an
     activity this process runs next)."""
-    if run.id in _refuted:
+    if _refuted.get(run.id, 0.0) > time.monotonic():
         return
     transaction.on_commit(
         lambda: setattr(
@@ -60,8 +63,10 @@ def take(lease: Any) -> RunRecord | None:
 
 
 def refute(run_id: uuid.UUID) -> None:
+    """The run was not as assumed: ask first for its next steps for a while."""
     with _lock:
-        _refuted[run_id] = None
+        _refuted.pop(run_id, None)
+        _refuted[run_id] = time.monotonic() + REFUTED_PAUSE_SECONDS
         while len(_refuted) > _REFUTED_KEPT:
             _refuted.popitem(last=False)
 

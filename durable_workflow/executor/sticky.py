@@ -77,12 +77,6 @@ class StickyCache:
         self.stats.hits += 1
         return entry.runtime
 
-    def seen(self, run_id: uuid.UUID) -> int:
-        """The last sequence the runtime kept for ``run_id`` has seen (0: none kept), to
-        read only the events after it; :meth:`take` still decides whether it is valid."""
-        entry = self._entries.get(run_id) if get_settings().STICKY_ENABLED else None
-        return entry.runtime.last_sequence if entry is not None else 0
-
     def put(self, run_id: uuid.UUID, runtime: WorkflowRuntime, boundary: int) -> None:
         settings = get_settings()
         if not settings.STICKY_ENABLED or settings.STICKY_CACHE_CAPACITY <= 0:

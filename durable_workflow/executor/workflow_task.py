@@ -96,13 +96,35 @@ def finish_pending(outcome: str | _Pending) -> str:
     return outcome
 
 
-@retry_transaction
 def _start(task_id: Any) -> str | _Pending:
+    try:
+        return _start_once(task_id)
+    except DatabaseError as exc:
+        if not sql.refuted(exc):
+            raise
+    # The task changed between its read and the claim (a writer that took no run lock):
+    # read it again.
+    return _start_once(task_id)
+
+
+@retry_transaction
+def _start_once(task_id: Any) -> str | _Pending:
     now = clock.now()
     settings = get_settings()
     with sql.atomic(WorkflowRun):
-        task = tasks.get(task_id)
-        if task is None or task.status != TaskStatus.READY:
+        # One round trip: the run's lock (found through the task), then the task and the
+        # events after the run's last workflow task (all a warm body, or a new run's
+        # first task, needs), both read once the lock is held.
+        run_id = tasks.run_of_statement(task_id)
+        run, task, tail = sql.together(
+            WorkflowRun,
+            [
+                runs.lock_statement(run_id),
+                tasks.get_statement(task_id),
+                history.tail_statement(run_id, runs.workflow_task_sequence_statement(run_id)),
+            ],
+        )
+        if task is None or task.status != TaskStatus.READY or run is None:
             return "skipped"
         if compatibility.refuse(task):
             return "incompatible"
@@ -110,24 +132,10 @@ def _start(task_id: Any) -> str | _Pending:
         if owner_queue is not None:
             affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
             return "held"
-        seen = sticky.cache.seen(task.run_id)
-        # One round trip: the run lock, then the claim and the events the body has not
-        # seen (both read once the lock is held).
-        run, claimed, unseen = sql.together(
-            WorkflowRun,
-            [
-                runs.lock_statement(task.run_id),
-                tasks.claim_statement(
-                    task,
-                    owner=worker_id(),
-                    now=now,
-                    lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS,
-                    replay_mode=replay_mode,
-                ),
-                history.history_statement(task.run_id, after_sequence=seen),
-            ],
+        claimed = _claim(
+            task, now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS, mode=replay_mode
         )
-        if run is None or claimed is None:
+        if claimed is None:
             return "skipped"
         if run.status == RunStatus.RUNNING and tasks.workflow_task_in_progress(
             run.id, now=now, besides=claimed.id
@@ -147,9 +155,26 @@ def _start(task_id: Any) -> str | _Pending:
         if claimed.payload.get("absorb"):  # child outcomes or messages arrived
             lifecycle.append(run, report_children(run) + deliver_pending(run), now=now)
         runtime = _runtime_for(run)
-        if runtime.last_sequence == seen:
-            runtime.unfed = unseen  # read under the lock: _known_tail needs nothing more
+        # What the body has not seen: what it kept from its last task (up to the run's
+        # last workflow task), then the tail read under the lock.
+        runtime.unfed = [
+            e for e in runtime.unfed if e.sequence <= run.workflow_task_sequence
+        ] + tail
         return _advance_and_settle(run, claimed, runtime, now=now)
+
+
+def _claim(task: TaskRecord, *, now: dt.datetime, lease_seconds: int, mode: str) -> Any:
+    """Claim the task read under the run lock: assumed to succeed, and checked with the
+    task's writes (where writes are batched), or read back at once."""
+    expectation, leased = tasks.claim_expected(
+        task, owner=worker_id(), now=now, lease_seconds=lease_seconds, replay_mode=mode
+    )
+    if sql.defer_all(WorkflowRun, [expectation]):
+        return leased
+    statement = tasks.claim_statement(
+        task, owner=worker_id(), now=now, lease_seconds=lease_seconds, replay_mode=mode
+    )
+    return sql.together(WorkflowRun, [statement])[0]
 
 
 @retry_transaction

@@ -35,7 +35,17 @@ def history_statement(
         where.append(("sequence", ">", after_sequence))
     if up_to is not None:
         where.append(("sequence", "<=", up_to))
-    read = _EVENTS.select_statement(_COLUMNS, where, order_by="sequence")
+    return _as_events(_EVENTS.select_statement(_COLUMNS, where, order_by="sequence"))
+
+
+def tail_statement(run_id: sql.Statement, after: sql.Statement) -> sql.Statement:
+    """:func:`history_statement` for a run and a sequence given as subqueries: the
+    events of the run selected by ``run_id`` after the sequence ``after`` selects."""
+    where = [("run_id", "IN SELECT", run_id), ("sequence", "> SELECT", after)]
+    return _as_events(_EVENTS.select_statement(_COLUMNS, where, order_by="sequence"))
+
+
+def _as_events(read: sql.Statement) -> sql.Statement:
     return dataclasses.replace(
         read,
         outcome=lambda cursor: [

@@ -133,10 +133,20 @@ def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     return sql.together(WorkflowRun, [lock_statement(run_id)])[0]
 
 
-def lock_statement(run_id: uuid.UUID | str) -> sql.Statement:
-    """:func:`lock_run` as a statement for ``sql.together`` (outcome: the record or ``None``)."""
-    read = _RUNS.select_statement(_RUN_FIELDS, [("id", "=", run_id)], for_update=True)
+def lock_statement(run_id: uuid.UUID | str | sql.Statement) -> sql.Statement:
+    """:func:`lock_run` as a statement for ``sql.together`` (outcome: the record or
+    ``None``); ``run_id`` may be a subquery selecting it."""
+    read = _RUNS.select_statement(_RUN_FIELDS, [_by_id(run_id)], for_update=True)
     return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
+
+
+def workflow_task_sequence_statement(run_id: sql.Statement) -> sql.Statement:
+    """The last sequence the run's workflow tasks saw, as a subquery (``> SELECT``)."""
+    return _RUNS.select_statement(["workflow_task_sequence"], [_by_id(run_id)])
+
+
+def _by_id(run_id: uuid.UUID | str | sql.Statement) -> sql.Condition:
+    return ("id", "IN SELECT", run_id) if isinstance(run_id, sql.Statement) else ("id", "=", run_id)
 
 
 #: Columns a run keeps for life (left out of :func:`expected_statement`).

@@ -80,9 +80,13 @@ _PLAIN_TYPES = frozenset(
 )
 
 #: A condition: (field name, operator, value); the operator is ``=``, ``<=``,
-#: ``>``, ``<>``, ``IN`` or ``NOT IN`` (value: a non-empty sequence), ``IN SELECT`` (value: a
-#: :class:`Statement` selecting one column) or ``IS NULL`` (value ignored).
+#: ``>``, ``<>``, ``IN`` or ``NOT IN`` (value: a non-empty sequence), ``IN SELECT`` or
+#: ``> SELECT`` (value: a :class:`Statement` selecting one column; one row for ``>``) or
+#: ``IS NULL`` (value ignored).
 Condition = tuple[str, str, Any]
+
+
+_SUBQUERY = frozenset({"IN SELECT", "> SELECT"})
 
 
 class Table:
@@ -204,7 +208,7 @@ class Table:
             (
                 name,
                 op,
-                len(value) if op in ("IN", "NOT IN") else value.sql if op == "IN SELECT" else 0,
+                len(value) if op in ("IN", "NOT IN") else value.sql if op in _SUBQUERY else 0,
             )
             for name, op, value in where
         )
@@ -214,7 +218,7 @@ class Table:
         for name, op, value in where:
             if op in ("IN", "NOT IN"):
                 params.extend(self._prep(name, item, conn) for item in value)
-            elif op == "IN SELECT":
+            elif op in _SUBQUERY:
                 params.extend(value.params)
             elif op != "IS NULL":
                 params.append(self._prep(name, value, conn))
@@ -226,8 +230,8 @@ class Table:
             column = self._column(name)
             if op in ("IN", "NOT IN"):
                 parts.append(f"{column} {op} ({', '.join(['%s'] * size)})")
-            elif op == "IN SELECT":
-                parts.append(f"{column} IN ({size})")
+            elif op in _SUBQUERY:
+                parts.append(f"{column} {op.split()[0]} ({size})")
             elif op == "IS NULL":
                 parts.append(f"{column} IS NULL")
             else:

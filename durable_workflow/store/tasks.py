@@ -168,6 +168,29 @@ def claim_statement(
     replay_mode: str | None = None,
 ) -> sql.Statement:
     """:func:`claim` as a statement for ``sql.together`` (outcome: the leased record)."""
+    update, leased = _claim(task, owner, now, lease_seconds, replay_mode)
+    return dataclasses.replace(
+        update, outcome=lambda cursor: leased if update.outcome(cursor) else None
+    )
+
+
+def claim_expected(
+    task: TaskRecord,
+    *,
+    owner: str,
+    now: dt.datetime,
+    lease_seconds: int,
+    replay_mode: str | None = None,
+) -> tuple[sql.Statement, TaskRecord]:
+    """The claim as an expectation (``sql.expect_rows``: the transaction fails unless it
+    takes the task), and the leased record it leaves."""
+    update, leased = _claim(task, owner, now, lease_seconds, replay_mode)
+    return sql.expect_rows(update, 1), leased
+
+
+def _claim(
+    task: TaskRecord, owner: str, now: dt.datetime, lease_seconds: int, replay_mode: str | None
+) -> tuple[sql.Statement, TaskRecord]:
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
     sticky = {"sticky_replay_mode": replay_mode, "sticky_claimed_at": now} if replay_mode else {}
@@ -199,9 +222,18 @@ def claim_statement(
         attempt_count=task.attempt_count + 1,
         lease_expires_at=expires,
     )
-    return dataclasses.replace(
-        update, outcome=lambda cursor: leased if update.outcome(cursor) else None
-    )
+    return update, leased
+
+
+def get_statement(task_id: uuid.UUID | str) -> sql.Statement:
+    """:func:`get` as a statement for ``sql.together``."""
+    read = _TASKS.select_statement(_FIELDS, [("id", "=", task_id)], limit=1)
+    return dataclasses.replace(read, outcome=lambda cursor: _record_of_first(read.outcome(cursor)))
+
+
+def run_of_statement(task_id: uuid.UUID | str) -> sql.Statement:
+    """The run id of a task, as a subquery (``IN SELECT``)."""
+    return _TASKS.select_statement(["run_id"], [("id", "=", task_id)])
 
 
 def get(task_id: uuid.UUID | str) -> TaskRecord | None:

@@ -93,12 +93,7 @@ def begin_attempt(
         retry_reason=request.retry_reason,
     )
     payload = {
-        "sequence": request.step,
-        "activity_execution_id": str(execution.id),
-        "activity_attempt_id": str(attempt_id),
-        "activity_type": execution.activity_type,
-        "activity_class": execution.activity_class,
-        "attempt_number": number,
+        **attempt_fields(execution, attempt_id, number),
         "workflow_task_id": str(task.id),
         "retry_reason": request.retry_reason,
         **LOCAL,

@@ -86,6 +86,8 @@ def assume(lease: Any, run: RunRecord, *, now: dt.datetime) -> list[Any] | None:
     """The answers the settle of ``lease`` would read (run, lease held, nothing waiting or
     open), with the statements that check them deferred; ``None`` where statements
     cannot wait (then ask)."""
+    if not sql.batching(WorkflowRun):
+        return None
     expectations = [
         runs.expected_statement(run),
         sql.expect_rows(
@@ -96,7 +98,6 @@ def assume(lease: Any, run: RunRecord, *, now: dt.datetime) -> list[Any] | None:
         ),
         sql.expect_false(questions(run.id, [lease.execution.id])),
     ]
-    if not sql.defer_all(WorkflowRun, expectations):
-        return None
+    sql.defer_all(WorkflowRun, expectations)
     assumed = dataclasses.replace(run, dirty=set(), appended=[], open_work=None)
     return [assumed, True, [False, False, False, False]]

@@ -166,15 +166,14 @@ def _start_once(task_id: Any) -> str | _Pending:
 def _claim(task: TaskRecord, *, now: dt.datetime, lease_seconds: int, mode: str) -> Any:
     """Claim the task read under the run lock: assumed to succeed, and checked with the
     task's writes (where writes are batched), or read back at once."""
-    expectation, leased = tasks.claim_expected(
-        task, owner=worker_id(), now=now, lease_seconds=lease_seconds, replay_mode=mode
-    )
-    if sql.defer_all(WorkflowRun, [expectation]):
-        return leased
-    statement = tasks.claim_statement(
-        task, owner=worker_id(), now=now, lease_seconds=lease_seconds, replay_mode=mode
-    )
-    return sql.together(WorkflowRun, [statement])[0]
+    options = {"owner": worker_id(), "now": now, "lease_seconds": lease_seconds}
+    if not sql.batching(WorkflowRun):
+        return sql.together(
+            WorkflowRun, [tasks.claim_statement(task, replay_mode=mode, **options)]
+        )[0]
+    expectation, leased = tasks.claim_expected(task, replay_mode=mode, **options)
+    sql.defer_all(WorkflowRun, [expectation])
+    return leased
 
 
 @retry_transaction

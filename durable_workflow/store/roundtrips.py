@@ -167,15 +167,19 @@ def defer(conn: Any, sql: str, params: list[Any]) -> bool:
     return True
 
 
-def defer_all(model: type[Model], statements: Sequence[Statement]) -> bool:
+def batching(model: type[Model]) -> bool:
+    """Do writes on ``model``'s connection wait for the next round trip here (inside
+    :func:`batched`, on PostgreSQL with client-side binding)?"""
+    return _deferred.alias is not None and _deferred.alias == connection_for(model).alias
+
+
+def defer_all(model: type[Model], statements: Sequence[Statement]) -> None:
     """Let statements whose outcome nobody reads (e.g. :func:`expect_rows`) wait for the
-    next round trip; ``False`` (nothing deferred) where writes are not batched."""
+    next round trip (only where :func:`batching`)."""
+    assert batching(model), "deferred statements need a batched block"
     conn = connection_for(model)
-    if _deferred.alias != conn.alias:
-        return False
     for statement in statements:
         defer(conn, statement.sql, statement.params)
-    return True
 
 
 def _send(

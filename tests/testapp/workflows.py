@@ -247,6 +247,7 @@ class Cancellable(Workflow):
 # The other test workflow modules register their classes when imported.
 from tests.testapp import (  # noqa: E402
     composition,  # noqa: F401
+    data_goldens,  # noqa: F401
     messaging,  # noqa: F401
     sessions,  # noqa: F401
     testing_workflows,  # noqa: F401

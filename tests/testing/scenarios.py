@@ -207,6 +207,31 @@ def _saga(d: Any, iid: str) -> WorkflowStub:
     return d.start("tests.booking", iid, 2)
 
 
+def _data_plain(d: Any, iid: str) -> WorkflowStub:
+    from tests.testapp.data_goldens import PLAIN
+
+    return d.start("tests.data-plain", iid, PLAIN, [PLAIN["pairs"], {}, b""])
+
+
+def _data_messages(d: Any, iid: str) -> WorkflowStub:
+    from tests.testapp.data_goldens import PLAIN
+
+    stub = d.start("tests.data-messages", iid)
+    stub.signal("values", PLAIN["dollar_keys"], [1, 2.0])
+    d.settle()
+    assert stub.update("collect", PLAIN["numeric_keys"])["count"] == 1
+    d.settle()
+    assert stub.update("collect", PLAIN["bytes"])["count"] == 2
+    d.settle()
+    return stub
+
+
+def _data_chain(d: Any, iid: str) -> WorkflowStub:
+    from tests.testapp.data_goldens import PLAIN
+
+    return d.start("tests.data-chain", iid, {"text": PLAIN["text"], "empty": {}})
+
+
 SCENARIOS = [
     Scenario("sequential-activities", _sequential),
     Scenario("many-steps", _many_steps),
@@ -234,6 +259,9 @@ SCENARIOS = [
     Scenario("run-async", _run_async),
     Scenario("continue-as-new", _continue_as_new, _run_id_replaced),
     Scenario("saga-compensation", _saga),
+    Scenario("data-plain-values", _data_plain),
+    Scenario("data-messages", _data_messages),
+    Scenario("data-child-and-continue", _data_chain, _run_id_replaced),
 ]
 
 

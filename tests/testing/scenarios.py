@@ -261,7 +261,7 @@ SCENARIOS = [
     Scenario("saga-compensation", _saga),
     Scenario("data-plain-values", _data_plain),
     Scenario("data-messages", _data_messages),
-    Scenario("data-child-and-continue", _data_chain, _run_id_replaced),
+    Scenario("data-child-and-continue", _data_chain),
 ]
 
 

@@ -46,6 +46,7 @@ from durable_workflow.authoring.helpers import (
 )
 from durable_workflow.authoring.sessions import WorkerSessionHandle, worker_session
 from durable_workflow.authoring.workflow import Workflow
+from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.groups import OperationHandle, SelectionResult
 from durable_workflow.engine.versions import DEFAULT_VERSION
 from durable_workflow.exceptions import (
@@ -78,6 +79,7 @@ from durable_workflow.exceptions import (
     WorkflowCancelled,
     WorkflowNotFoundError,
     WorkflowOrmAccessError,
+    WorkflowParkedError,
 )
 from durable_workflow.options import (
     ActivityOptions,
@@ -154,8 +156,10 @@ __all__ = [
     "Workflow",
     "WorkflowAlreadyStartedError",
     "WorkflowCancelled",
+    "WorkflowDescription",
     "WorkflowNotFoundError",
     "WorkflowOrmAccessError",
+    "WorkflowParkedError",
     "WorkflowStub",
     "activity",
     "all",

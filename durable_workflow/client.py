@@ -10,6 +10,7 @@ from typing import Any
 from durable_workflow import clock, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
+from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
@@ -19,6 +20,7 @@ from durable_workflow.exceptions import (
     UpdateWaitTimedOutError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
+    WorkflowParkedError,
 )
 from durable_workflow.executor import intake, readonly, start_workflow, updates
 from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
@@ -26,7 +28,7 @@ from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult, UpdateResult
-from durable_workflow.store import history, runs
+from durable_workflow.store import history, runs, waits
 from durable_workflow.store import messages as message_store
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
@@ -353,12 +355,38 @@ class WorkflowStub(StubTestKit):
             return []
         return history.load_history(self._run.id)
 
+    def describe(self) -> WorkflowDescription:
+        """The run now: its status, what it waits on and, when it is parked on a failed
+        workflow task, that failure (read from committed rows, nothing is replayed)."""
+        return waits.describe(self._instance_id, self._workflow_type, self.refresh()._run)
+
     def wait(self, timeout: float = 30.0, *, poll_interval: float = 0.05) -> WorkflowStub:
-        """Block until the run closes (or ``timeout`` seconds pass); for scripts and tests."""
+        """Block until the run closes (or ``timeout`` seconds pass); for scripts and tests.
+
+        Raises ``WorkflowParkedError`` as soon as the run is parked on a failed
+        workflow task: it would not close by itself.
+        """
         deadline = time.monotonic() + timeout
-        while self.refresh().running() and time.monotonic() < deadline:
+        while self.refresh().running():
+            self._raise_if_parked()
+            if time.monotonic() >= deadline:
+                break
             time.sleep(poll_interval)
         return self
+
+    def _raise_if_parked(self) -> None:
+        """``WorkflowParkedError`` when the run (as last read) is open and parked."""
+        run = self._run
+        failure = None if run is None or not self.running() else waits.task_failure_of(run.id)
+        if run is not None and failure is not None:
+            raise WorkflowParkedError(
+                instance_id=self._instance_id,
+                run_id=str(run.id),
+                exception_type=failure.exception_type,
+                message=failure.message,
+                traceback=failure.traceback,
+                since=failure.since,
+            )
 
 
 def _command_result(outcome: Any, pinned: bool) -> CommandResult:

@@ -137,6 +137,37 @@ class ActivityLeaseExpired(DurableWorkflowError):
     """Recorded when an activity lost its lease more often than allowed."""
 
 
+class WorkflowParkedError(DurableWorkflowError):
+    """The run is parked on a failed workflow task (a bug in the body, a replay that no
+    longer matches, a task that kept crashing its worker): it stays open and will not
+    move until the code is fixed, deployed and the run repaired.
+
+    ``exception_type``, ``message`` and ``traceback`` are those of the task's failure,
+    ``since`` when it was recorded.
+    """
+
+    def __init__(
+        self,
+        *,
+        instance_id: str,
+        run_id: str | None,
+        exception_type: str,
+        message: str,
+        traceback: str,
+        since: Any,
+    ) -> None:
+        self.instance_id = instance_id
+        self.run_id = run_id
+        self.exception_type = exception_type
+        self.message = message
+        self.traceback = traceback
+        self.since = since
+        super().__init__(
+            f"workflow {instance_id!r} is parked on a failed workflow task: "
+            f"{exception_type}: {message}"
+        )
+
+
 class WorkflowTimeout(DurableWorkflowError):
     """Recorded on the failure row when a workflow execution or run deadline passes."""
 

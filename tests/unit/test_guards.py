@@ -52,6 +52,8 @@ PUBLIC_API = {
     "WorkflowCancelled",
     "WorkflowNotFoundError",
     "WorkflowOrmAccessError",
+    "WorkflowParkedError",
+    "WorkflowDescription",
     "WorkflowStub",
     "activity",
     "days",

@@ -1,0 +1,113 @@
+"""What ``WorkflowStub.describe()`` returns: a run, what it waits on, why it is parked.
+
+Plain frozen values read from committed rows (no replay); a description is a
+snapshot, call ``describe()`` again for a fresh one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+
+@dataclasses.dataclass(frozen=True)
+class TimerWait:
+    """A durable timer (``dw.timer``) that has not fired yet."""
+
+    sequence: int
+    fire_at: dt.datetime
+    kind: str = "timer"
+
+
+@dataclasses.dataclass(frozen=True)
+class SignalWait:
+    """``dw.wait_signal(name)`` not answered yet; ``timeout_at`` when it has a timeout."""
+
+    sequence: int
+    signal_name: str
+    timeout_at: dt.datetime | None = None
+    kind: str = "signal"
+
+
+@dataclasses.dataclass(frozen=True)
+class ConditionWait:
+    """A condition wait (``dw.wait``) whose predicate has not held yet."""
+
+    sequence: int
+    condition_key: str | None
+    timeout_at: dt.datetime | None = None
+    kind: str = "condition"
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivityWait:
+    """An activity not finished: ``attempt`` is its current (or last) attempt number,
+    ``next_attempt_at`` when a retry waits for its back-off."""
+
+    sequence: int
+    activity_type: str
+    activity_execution_id: str
+    status: str
+    attempt: int
+    next_attempt_at: dt.datetime | None = None
+    kind: str = "activity"
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildWait:
+    """A child workflow the run started and that has not closed yet."""
+
+    sequence: int
+    child_instance_id: str
+    child_workflow_type: str
+    child_run_id: str | None
+    kind: str = "child"
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateWait:
+    """An accepted update that the run has not completed yet."""
+
+    update_id: str
+    update_name: str
+    accepted_at: dt.datetime
+    kind: str = "update"
+
+
+Wait = TimerWait | SignalWait | ConditionWait | ActivityWait | ChildWait | UpdateWait
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFailure:
+    """Why a run is parked: its last workflow task failed and nothing will retry it until
+    the code is fixed and the run repaired (``WorkflowStub.repair()``)."""
+
+    exception_type: str
+    exception_class: str
+    message: str
+    traceback: str
+    since: dt.datetime
+    task_id: str
+    failure_id: str | None
+    #: Attempts of that workflow task that ended without an outcome (failed or crashed).
+    attempts: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowDescription:
+    """One run as the database holds it now."""
+
+    instance_id: str
+    workflow_type: str
+    run_id: str | None
+    run_number: int | None
+    status: str
+    closed_reason: str | None
+    #: Everything open the run waits on, in step order (updates last).
+    waiting_on: tuple[Wait, ...] = ()
+    #: Set when the run is parked on a failed workflow task.
+    task_failure: TaskFailure | None = None
+
+    @property
+    def parked(self) -> bool:
+        return self.task_failure is not None

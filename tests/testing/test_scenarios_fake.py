@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.testapp.data_goldens import PLAIN
 from tests.testing.scenarios import SCENARIOS, FakeDriver, outcome
+
+DATA_PLAIN = {
+    "echoed": {"label": "queued", "value": PLAIN},
+    "local": [PLAIN["text"], PLAIN["bytes"], 2],
+    "effect": {"numeric_keys": {"1": 1}, "nested": [[{}]]},
+    "items": [PLAIN["pairs"], {}, b""],
+}
 
 EXPECTED = {
     "sequential-activities": ("completed", ["hello Ada", 3]),
@@ -49,6 +57,24 @@ EXPECTED = {
     "run-async": ("completed", [101, [2, 12]]),
     "continue-as-new": ("completed", {"ticks": 2, "run_id": True}),
     "saga-compensation": ("completed", "compensated"),
+    "data-plain-values": ("completed", DATA_PLAIN),
+    "data-messages": (
+        "completed",
+        {
+            "signalled": [PLAIN["dollar_keys"], [1, 2.0]],
+            "received": [PLAIN["numeric_keys"], PLAIN["bytes"]],
+        },
+    ),
+    "data-child-and-continue": (
+        "completed",
+        {
+            "generation": 2,
+            "value": {
+                "from_child": {"child_saw": {"text": PLAIN["text"], "empty": {}}},
+                "bytes": b"\x01",
+            },
+        },
+    ),
 }
 
 

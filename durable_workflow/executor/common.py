@@ -61,10 +61,17 @@ def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:
     ``DISCARD ALL``, a pooler that switched sessions): that is retried once, at
     once, after :mod:`durable_workflow.store.prepared` has forgotten what it knew.
     Either way the transaction rolled back whole, so running it again is safe.
+
+    Only the outermost transaction is run again. Called inside another one (a child
+    started from a workflow task), ``fn`` runs once and its error goes up: the outer
+    transaction is aborted by then, and running ``fn`` again inside it would only
+    fail again with ``savepoint ... does not exist``, hiding the real error.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if _in_transaction():
+            return fn(*args, **kwargs)
         attempts = max(1, get_settings().DATABASE_LOCKED_RETRIES)
         failures = 0
         restated = False
@@ -82,6 +89,14 @@ def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:
                 time.sleep(min(0.05 * 2 ** (failures - 1), 1.0))
 
     return wrapper
+
+
+def _in_transaction() -> bool:
+    """Is an atomic block open on the engine's connection (a caller's transaction)?"""
+    from durable_workflow.models import WorkflowRun
+    from durable_workflow.store import sql
+
+    return bool(sql.roundtrips.connection_for(WorkflowRun).in_atomic_block)
 
 
 def wake_workflow(

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
+from django.db import router, transaction
 from django.db.models import F, Q
 
 from durable_workflow.ids import uuid7
@@ -392,9 +393,19 @@ def due_for_redispatch(
 
 
 def mark_dispatched(task_ids: list[uuid.UUID], *, now: dt.datetime) -> None:
-    Task.objects.filter(id__in=task_ids).update(
-        last_dispatched_at=now, dispatch_count=F("dispatch_count") + 1
-    )
+    """Note a message sent for each task, skipping rows another transaction holds.
+
+    The repair pass marks many tasks of many runs at once without their run locks,
+    while workflow tasks lock their own rows (and a child's may update its parent's):
+    taking the rows in whatever order the scan met them deadlocked once. A held row is
+    being claimed or settled right now, so it needs no note; the others are taken in
+    id order (``SKIP LOCKED``; one statement where the backend has no row locks).
+    """
+    with transaction.atomic(using=router.db_for_write(Task)):
+        free = Task.objects.filter(id__in=task_ids).order_by("id")
+        Task.objects.filter(id__in=free.select_for_update(skip_locked=True).values("id")).update(
+            last_dispatched_at=now, dispatch_count=F("dispatch_count") + 1
+        )
 
 
 def expired_leases(*, now: dt.datetime, limit: int) -> list[TaskRecord]:

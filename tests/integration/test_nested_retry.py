@@ -35,7 +35,9 @@ class ActivityThenChild(Workflow):
         return dw.all([lambda: dw.activity(Add, 1, 2), lambda: dw.child(ChildEcho, 1)])
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's"
+)
 def test_a_statement_refused_inside_a_child_start_reruns_the_whole_workflow_task(inline):
     start("tests.activity-then-child", "nested-warm")
     inline.run()  # this connection has prepared the step's statements

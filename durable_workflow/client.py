@@ -121,7 +121,9 @@ class WorkflowStub(StubTestKit):
         )
 
     def repair(self, *, reason: str = "") -> CommandResult:
-        """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug)."""
+        """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug),
+        reclaim the run's expired leases and re-send its ready tasks; ``metadata`` says
+        which (``reclaimed_leases``, ``resent_tasks``, ``recreated_workflow_task``)."""
         outcome = request_repair(self._instance_id, reason=reason)
         self.refresh()
         return CommandResult(
@@ -131,6 +133,7 @@ class WorkflowStub(StubTestKit):
             instance_id=self._instance_id,
             run_id=self.run_id(),
             rejection_reason=outcome.rejection_reason,
+            metadata=dict(outcome.metadata),
             reason=reason or None,
         )
 

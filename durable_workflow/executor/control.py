@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -21,6 +22,7 @@ from durable_workflow.models import (
     TaskStatus,
 )
 from durable_workflow.store import commands, runs, tasks
+from durable_workflow.store.records import RunRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,17 +31,26 @@ class CommandOutcome:
     outcome: str
     command_id: uuid.UUID
     rejection_reason: str | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @retry_transaction
 def request_repair(instance_id: str, *, source: str = "client", reason: str = "") -> CommandOutcome:
-    """Re-create a lost or failed workflow task, or re-send ready task messages."""
+    """Re-create a lost or failed workflow task, reclaim the run's expired leases and
+    re-send its ready task messages.
+
+    The accepted command's ``metadata`` says what was done: ``reclaimed_leases`` (tasks
+    whose lease had expired, handed out again), ``resent_tasks`` (ready tasks whose
+    message went again, those included) and ``recreated_workflow_task``.
+    """
     now = clock.now()
     with transaction.atomic():
         current = runs.current_run(instance_id)
         run = runs.lock_run(current.id) if current else None
 
-        def record(status: str, outcome: str, rejection: str | None = None) -> CommandOutcome:
+        def record(
+            status: str, outcome: str, rejection: str | None = None, **done: Any
+        ) -> CommandOutcome:
             command = commands.record_command(
                 instance_id=instance_id,
                 run_id=run.id if run else None,
@@ -49,35 +60,59 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
                 rejection_reason=rejection,
                 source=source,
                 reason=reason,
+                metadata=done,
                 now=now,
             )
-            return CommandOutcome(status == CommandStatus.ACCEPTED, outcome, command.id, rejection)
+            return CommandOutcome(
+                status == CommandStatus.ACCEPTED, outcome, command.id, rejection, done
+            )
 
         if run is None:
             return record(CommandStatus.REJECTED, "rejected_not_started", "instance_not_started")
         if run.status in TERMINAL_RUN_STATUSES:
             return record(CommandStatus.REJECTED, "rejected_not_active", "run_not_active")
+        reclaimed = _reclaim_expired(run, now=now)
         open_tasks = tasks.open_tasks_of_run(run.id)
         healthy = (
             not open_tasks
             and run.status == "waiting"
             and tasks.last_workflow_task_status(run.id) == TaskStatus.COMPLETED
         )
-        if healthy:  # waiting on a signal, an update, a child...: nothing to re-create
+        if healthy and not reclaimed:  # waiting on a signal, an update, a child...
             return record(CommandStatus.ACCEPTED, "repair_not_needed")
-        if not open_tasks:
+        recreated = not open_tasks and not healthy
+        if recreated:
             wake_workflow(run, now=now)
-        for task in open_tasks:
-            if task.status == TaskStatus.READY:
-                dispatch.enqueue(task)
-        if open_tasks and all(t.status != TaskStatus.READY for t in open_tasks):
+        ready = [task for task in open_tasks if task.status == TaskStatus.READY]
+        for task in ready:
+            dispatch.enqueue(task)
+        if not (reclaimed or recreated or ready):  # a worker holds every open task now
             return record(CommandStatus.ACCEPTED, "repair_not_needed")
-        result = record(CommandStatus.ACCEPTED, "repair_dispatched")
+        done = {
+            "reclaimed_leases": reclaimed,
+            "resent_tasks": len(ready),
+            "recreated_workflow_task": recreated,
+        }
+        result = record(CommandStatus.ACCEPTED, "repair_dispatched", **done)
         lifecycle.append(
             run, [(EventType.REPAIR_REQUESTED, {"command_id": str(result.command_id)})], now=now
         )
         runs.save_run(run, now=now)
         return result
+
+
+def _reclaim_expired(run: RunRecord, *, now: dt.datetime) -> int:
+    """Reclaim the run's leases that expired (the caller holds the run lock)."""
+    from durable_workflow.executor.repair import reclaim_locked
+
+    expired = [
+        task
+        for task in tasks.open_tasks_of_run(run.id)
+        if task.status == TaskStatus.LEASED
+        and task.lease_expires_at is not None
+        and task.lease_expires_at < now
+    ]
+    return sum(reclaim_locked(run, task, now=now) for task in expired)
 
 
 @dataclasses.dataclass(frozen=True)

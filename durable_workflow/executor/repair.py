@@ -66,24 +66,33 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
 
 @retry_transaction
 def _reclaim(task: TaskRecord, now: dt.datetime) -> int:
-    """Hand an expired lease out again, or give up on an activity that keeps dying."""
     with transaction.atomic():
         run = runs.lock_run(task.run_id)
-        if run is None or not tasks.reclaim_expired(task.id, task.lease_generation, now=now):
+        if run is None or not reclaim_locked(run, task, now=now):
             return 0
-        if task.task_type == TaskType.ACTIVITY and task.activity_execution_id is not None:
-            execution = activities.get_execution(task.activity_execution_id)
-            if execution is not None:
-                activities.expire_attempt(execution.current_attempt_id, now=now)
-                activities.reopen_execution(execution.id)
-                expired = activities.expired_attempt_count(execution.id)
-                if expired > get_settings().ACTIVITY_MAX_LEASE_EXPIRIES:
-                    _give_up(run, task, execution, expired, now=now)
-                    return 1
         fresh = tasks.get(task.id)
-        if fresh is not None:
+        if fresh is not None and fresh.status == TaskStatus.READY:
             dispatch.enqueue(fresh)
     return 1
+
+
+def reclaim_locked(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> bool:
+    """Hand an expired lease out again, or give up on an activity that keeps dying.
+
+    The caller holds the run lock and sends the message of a task left ready.
+    ``False``: the lease was not expired any more (renewed, or reclaimed already).
+    """
+    if not tasks.reclaim_expired(task.id, task.lease_generation, now=now):
+        return False
+    if task.task_type == TaskType.ACTIVITY and task.activity_execution_id is not None:
+        execution = activities.get_execution(task.activity_execution_id)
+        if execution is not None:
+            activities.expire_attempt(execution.current_attempt_id, now=now)
+            activities.reopen_execution(execution.id)
+            expired = activities.expired_attempt_count(execution.id)
+            if expired > get_settings().ACTIVITY_MAX_LEASE_EXPIRIES:
+                _give_up(run, task, execution, expired, now=now)
+    return True
 
 
 def _give_up(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 
@@ -73,3 +74,35 @@ def test_plain_pass_still_works(inline):
     out = io.StringIO()
     call_command("workflow_repair", stdout=out)
     assert "reclaimed 0 expired leases" in out.getvalue()
+
+
+def test_targeted_repair_reclaims_an_expired_lease_and_says_so(inline):
+    """Issue 30, item 2: a run whose only open task is held by a dead worker's expired
+    lease was answered ``repair_not_needed``; only the full pass reclaimed it."""
+    from durable_workflow import executor
+    from durable_workflow.executor import activity_task
+    from durable_workflow.models import ActivityAttempt
+
+    stub = start("tests.sequential", "repair-expired", "ada")
+    executor.run_workflow_task(Task.objects.get(run_id=stub.run_id(), status="ready").id)
+    task = Task.objects.get(run_id=stub.run_id(), task_type="activity", status="ready")
+    dead = activity_task._claim(task.id)  # the attempt's worker dies here
+    [held] = repair("--instance-id", "repair-expired")
+    assert held["outcome"] == "repair_not_needed"  # the lease still runs: a worker holds it
+    clock.advance(dt.timedelta(seconds=301))  # ACTIVITY_LEASE_SECONDS (300) run out
+    out = io.StringIO()
+    call_command("workflow_repair", "--instance-id", "repair-expired", stdout=out)
+    assert "repair_dispatched: repair-expired" in out.getvalue()
+    assert "(reclaimed 1 expired lease(s))" in out.getvalue()
+    command = WorkflowCommand.objects.filter(outcome="repair_dispatched").get()
+    assert command.metadata == {
+        "reclaimed_leases": 1,
+        "resent_tasks": 1,
+        "recreated_workflow_task": False,
+    }
+    assert ActivityAttempt.objects.get(id=dead.attempt_id).status == "expired"
+    assert Task.objects.get(id=task.id).status == "ready"
+    result = stub.repair()  # the same through the client: nothing expired any more
+    assert (result.outcome, result.metadata["reclaimed_leases"]) == ("repair_dispatched", 0)
+    inline.run()
+    assert stub.refresh().output() == ["hello ada", 3]

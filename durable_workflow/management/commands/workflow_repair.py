@@ -96,6 +96,8 @@ class Command(BaseCommand):
                     line += f" run {result['run_id']}"
                 if result.get("rejection_reason"):
                     line += f" ({result['rejection_reason']})"
+                if result.get("reclaimed_leases"):
+                    line += f" (reclaimed {result['reclaimed_leases']} expired lease(s))"
                 self.stdout.write(line)
         if any(r["outcome"] == "not_found" for r in results):
             raise CommandError("some targets do not exist", returncode=1)
@@ -118,6 +120,7 @@ class Command(BaseCommand):
             "accepted": outcome.accepted,
             "rejection_reason": outcome.rejection_reason,
             "command_id": str(outcome.command_id),
+            **outcome.metadata,
         }
 
     def _repair_run(self, run_id: str, reason: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from durable_workflow.executor import (
     dispatch,
     eager,
     fan_out,
+    handback,
     hooks,
     lifecycle,
     session_tasks,
@@ -62,7 +63,17 @@ def run_activity_task(task_id: Any) -> str:
 
 
 def run_claimed(lease: Lease) -> str:
-    """Run a claimed attempt's user code and settle it."""
+    """Run a claimed attempt's user code and settle it; if that fails (its connection
+    was killed, say), the task is handed back at once for another attempt."""
+    with handback.on_failure([held(lease)]):
+        return _run_claimed(lease)
+
+
+def held(lease: Lease) -> handback.Held:
+    return handback.Held(lease.task_id, lease.lease_id, lease.generation)
+
+
+def _run_claimed(lease: Lease) -> str:
     started = time.monotonic()
     ok, value = _invoke(lease)
     assumed = speculation.take(lease)
@@ -83,6 +94,11 @@ def run_claimed(lease: Lease) -> str:
 def run_claimed_together(leases: list[Lease]) -> list[str]:
     """Run fan-out members taken together, one after the other, and settle their results
     in one transaction (a failed attempt is settled on its own, at once)."""
+    with handback.on_failure([held(lease) for lease in leases]):
+        return _run_claimed_together(leases)
+
+
+def _run_claimed_together(leases: list[Lease]) -> list[str]:
     results, outcomes = [], []
     started = time.monotonic()
     for lease in leases:

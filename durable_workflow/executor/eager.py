@@ -19,7 +19,9 @@ them: past ``EAGER_CHAIN_LIMIT`` in one message nothing more is handed off, so
 the next task is published as usual and one long workflow cannot keep a
 worker to itself. Crash safety does not depend on any of this: an eager
 activity is leased like any claimed attempt (its lease expires if the process
-dies), and an unpublished workflow task is published by the repair pass.
+dies), and an unpublished workflow task is published by the repair pass. A
+follow-up that fails hands its lease back at once (``handback``) rather than
+leave it to expire.
 """
 
 from __future__ import annotations
@@ -92,8 +94,12 @@ def drain() -> None:
                     activity_task.run_claimed_together(value)
                 else:
                     activity_task.run_claimed(value)
-            except Exception:  # the row stays as it is: lease expiry or repair take over
+            except Exception:  # a held lease was handed back already (``handback``)
                 logger.exception("eager %s task failed", kind)
+                if kind == WORKFLOW:  # ready, and never published: publish it now
+                    from durable_workflow.executor import handback
+
+                    handback.publish(value)
     finally:
         _state.draining = False
         _state.hops = 0

@@ -84,6 +84,13 @@ def reclaim_locked(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> boo
     """
     if not tasks.reclaim_expired(task.id, task.lease_generation, now=now):
         return False
+    lease_lost(run, task, now=now)
+    return True
+
+
+def lease_lost(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> None:
+    """After a lease was taken back from its holder: its activity attempt counts as
+    expired, and an activity that lost too many leases fails (the run lock is held)."""
     if task.task_type == TaskType.ACTIVITY and task.activity_execution_id is not None:
         execution = activities.get_execution(task.activity_execution_id)
         if execution is not None:
@@ -92,7 +99,6 @@ def reclaim_locked(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> boo
             expired = activities.expired_attempt_count(execution.id)
             if expired > get_settings().ACTIVITY_MAX_LEASE_EXPIRIES:
                 _give_up(run, task, execution, expired, now=now)
-    return True
 
 
 def _give_up(

@@ -32,6 +32,7 @@ from durable_workflow.executor import (
     compatibility,
     dispatch,
     eager,
+    handback,
     lifecycle,
     local_activities,
     sticky,
@@ -89,10 +90,14 @@ def run_once(task_id: Any) -> str:
 
 
 def finish_pending(outcome: str | _Pending) -> str:
-    """Run the local activities a workflow task pauses for, one after the other."""
+    """Run the local activities a workflow task pauses for, one after the other; if that
+    fails, the workflow task is handed back at once for another worker."""
     while isinstance(outcome, _Pending):
-        ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
-        outcome = _resume(outcome, ok, value)
+        task = outcome.lease.task
+        assert task.lease_id is not None
+        with handback.on_failure([handback.Held(task.id, task.lease_id, task.lease_generation)]):
+            ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
+            outcome = _resume(outcome, ok, value)
     return outcome
 
 

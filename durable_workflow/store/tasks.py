@@ -423,16 +423,32 @@ def reclaim_expired(task_id: uuid.UUID, generation: int, *, now: dt.datetime) ->
             status=TaskStatus.LEASED,
             lease_generation=generation,
             lease_expires_at__lt=now,
-        ).update(
-            status=TaskStatus.READY,
-            lease_owner=None,
-            lease_expires_at=None,
-            available_at=now,
-            last_dispatched_at=now,
-            dispatch_count=F("dispatch_count") + 1,
-            updated_at=now,
-        )
+        ).update(**_reopened(now))
     )
+
+
+def hand_back(
+    task_id: uuid.UUID, lease_id: uuid.UUID, generation: int, *, now: dt.datetime
+) -> bool:
+    """Put a task this exact claim still holds back to ready, before its lease expires
+    (its holder cannot finish it); ``False`` if the claim no longer holds it."""
+    held = Task.objects.filter(
+        id=task_id, status=TaskStatus.LEASED, lease_id=lease_id, lease_generation=generation
+    )
+    return bool(held.update(**_reopened(now)))
+
+
+def _reopened(now: dt.datetime) -> dict[str, Any]:
+    """A lease given up: ready at once, its message counted as sent now."""
+    return {
+        "status": TaskStatus.READY,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "available_at": now,
+        "last_dispatched_at": now,
+        "dispatch_count": F("dispatch_count") + 1,
+        "updated_at": now,
+    }
 
 
 def ready_and_due(

@@ -108,3 +108,41 @@ def check_compatibility(app_configs: Any = None, **kwargs: Any) -> list[checks.C
             id="durable_workflow.W004",
         )
     ]
+
+
+@checks.register("durable_workflow")
+def check_webhook_replay_cache(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Signed webhooks refuse a signature seen before only if the cache remembers it."""
+    from durable_workflow.webhooks.conf import webhook_settings
+
+    try:
+        config = webhook_settings()
+    except ConfigurationError as exc:
+        return [checks.Error(str(exc), id="durable_workflow.E010")]
+    if config.AUTH_METHOD != "signature":
+        return []
+    alias = config.SIGNATURE_REPLAY_CACHE
+    backend = str(settings.CACHES.get(alias, {}).get("BACKEND", "")).lower()
+    hint = "Point SIGNATURE_REPLAY_CACHE at a CACHES alias backed by Redis or Memcached."
+    if not backend or "dummy" in backend:
+        problem = "is not in CACHES: every signed request is refused"
+        if backend:
+            problem = "is a dummy cache: it forgets every signature, so replays are accepted"
+        return [
+            checks.Error(
+                f"webhook SIGNATURE_REPLAY_CACHE {alias!r} {problem}",
+                hint=hint,
+                id="durable_workflow.E011",
+            )
+        ]
+    if "locmem" in backend or "filebased" in backend:
+        return [
+            checks.Warning(
+                f"webhook SIGNATURE_REPLAY_CACHE {alias!r} is not shared between machines "
+                "(or, in memory, between processes): a signed request can be replayed "
+                "against another web process",
+                hint=hint,
+                id="durable_workflow.W010",
+            )
+        ]
+    return []

@@ -5,7 +5,15 @@ the same patterns for an explicit set of workflows. Settings live in
 ``DURABLE_WORKFLOW_WEBHOOKS`` (see ``durable_workflow.webhooks.conf``).
 """
 
-from durable_workflow.webhooks.auth import AuthenticationFailed, WebhookAuthenticator, signature_of
+from durable_workflow.webhooks.auth import AuthenticationFailed, WebhookAuthenticator, enforce_csrf
 from durable_workflow.webhooks.routes import routes
+from durable_workflow.webhooks.signing import canonical_string, sign
 
-__all__ = ["AuthenticationFailed", "WebhookAuthenticator", "routes", "signature_of"]
+__all__ = [
+    "AuthenticationFailed",
+    "WebhookAuthenticator",
+    "canonical_string",
+    "enforce_csrf",
+    "routes",
+    "sign",
+]

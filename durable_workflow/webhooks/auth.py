@@ -2,20 +2,24 @@
 
 Every comparison of a secret is constant-time (``hmac.compare_digest``), and
 every failure (missing header, wrong value, unusable configuration) is the same
-401 to the caller; the log says which one it was.
+401 to the caller; the log says which one it was. The exceptions are the
+signature refusals an honest caller can act on (an outdated body-only
+signature, a timestamp outside the window, a signature used twice), which carry
+their own reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import hmac
 import logging
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.module_loading import import_string
 
+from durable_workflow.webhooks import signing
 from durable_workflow.webhooks.conf import WebhookSettings, unauthenticated_allowed
 
 logger = logging.getLogger("durable_workflow.webhooks")
@@ -38,12 +42,32 @@ class WebhookAuthenticator:
         raise NotImplementedError
 
 
+class _CsrfCheck(CsrfViewMiddleware):
+    def _reject(self, request: HttpRequest, reason: str) -> HttpResponse:
+        raise AuthenticationFailed(f"CSRF check failed: {reason}")
+
+
+def enforce_csrf(request: HttpRequest) -> None:
+    """Run Django's CSRF checks (origin, referer, token) or raise ``AuthenticationFailed``.
+
+    The webhook views are CSRF-exempt because their callers hold a secret, not
+    a cookie. A custom authenticator that trusts the session cookie (a logged-in
+    user) must call this first: otherwise any site the user visits could post here.
+    """
+    check = _CsrfCheck(lambda request: HttpResponse())
+    check.process_request(request)  # reads the CSRF cookie into request.META
+    check.process_view(request, None, (), {})
+
+
 @dataclasses.dataclass(frozen=True)
 class AuthResult:
     ok: bool
     method: str
     caller: str | None = None
     detail: str = ""
+    #: Public reason and message of a refusal (``unauthorized`` unless the caller can act on it).
+    reason: str = "unauthorized"
+    message: str = "Unauthorized."
 
     @property
     def outcome(self) -> str:
@@ -65,9 +89,9 @@ def authenticate(request: HttpRequest, body: bytes, config: WebhookSettings) -> 
     return _custom(request, config)
 
 
-def _refuse(method: str, detail: str) -> AuthResult:
+def _refuse(method: str, detail: str, **public: str) -> AuthResult:
     logger.warning("webhook authentication failed (%s): %s", method, detail)
-    return AuthResult(False, method, detail=detail)
+    return AuthResult(False, method, detail=detail, **public)
 
 
 def _header(request: HttpRequest, name: str) -> str | None:
@@ -88,22 +112,20 @@ def _token(request: HttpRequest, config: WebhookSettings) -> AuthResult:
     return AuthResult(True, "token", caller="token")
 
 
-def signature_of(body: bytes, secret: str) -> str:
-    """The hex HMAC-SHA256 of ``body`` that the signature header must carry."""
-    return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-
-
 def _signature(request: HttpRequest, body: bytes, config: WebhookSettings) -> AuthResult:
     if not config.SIGNATURE_SECRET:
         return _refuse("signature", "SIGNATURE_SECRET is not configured")
-    given = _header(request, config.SIGNATURE_HEADER)
-    if not given:
-        return _refuse("signature", f"missing {config.SIGNATURE_HEADER} header")
-    if given[:7].lower() == "sha256=":
-        given = given[7:]
-    expected = signature_of(body, config.SIGNATURE_SECRET)
-    if not hmac.compare_digest(given.lower().encode("utf-8"), expected.encode("ascii")):
-        return _refuse("signature", "signature does not match the body")
+    try:
+        signing.verify(
+            request,
+            body,
+            secret=config.SIGNATURE_SECRET,
+            header=config.SIGNATURE_HEADER,
+            tolerance_seconds=config.SIGNATURE_TOLERANCE_SECONDS,
+            cache_alias=config.SIGNATURE_REPLAY_CACHE,
+        )
+    except signing.SignatureRefused as refused:
+        return _refuse("signature", refused.detail, reason=refused.reason, message=refused.message)
     return AuthResult(True, "signature", caller="signature")
 
 

@@ -14,6 +14,7 @@ from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError
 
 AUTH_METHODS = ("none", "token", "signature", "custom")
@@ -22,7 +23,7 @@ AUTH_METHODS = ("none", "token", "signature", "custom")
 @dataclasses.dataclass(frozen=True)
 class WebhookSettings:
     #: ``none``, ``token`` (shared secret in a header), ``signature`` (HMAC-SHA256 of the
-    #: raw body) or ``custom`` (``AUTHENTICATOR`` decides).
+    #: timestamp, method, path and body: see ``signing``) or ``custom`` (``AUTHENTICATOR``).
     AUTH_METHOD: str = "none"
     #: ``none`` answers 401 to everything unless this is true or ``settings.DEBUG`` is.
     ALLOW_UNAUTHENTICATED: bool = False
@@ -30,6 +31,11 @@ class WebhookSettings:
     TOKEN_HEADER: str = "Authorization"
     SIGNATURE_SECRET: str = ""
     SIGNATURE_HEADER: str = "X-Signature"
+    #: How far a signature's timestamp may be from the server's clock, either way.
+    SIGNATURE_TOLERANCE_SECONDS: int = 300
+    #: The Django cache that remembers used signatures for that long (shared by every
+    #: web process: a per-process cache lets a replay through on another process).
+    SIGNATURE_REPLAY_CACHE: str = "default"
     #: Dotted path of a ``WebhookAuthenticator`` subclass, for ``custom``.
     AUTHENTICATOR: str = ""
     #: Extra exposure besides the ``webhook`` / ``webhook_alias`` class attributes:
@@ -47,9 +53,13 @@ class WebhookSettings:
     UPDATE_POLL_INTERVAL_MS: int | None = None
     #: Longest ``reason`` accepted on cancel, terminate and repair.
     MAX_REASON_LENGTH: int = 2000
+    #: Queues and connections a control-plane start may name besides the workflow's own.
+    CONTROL_PLANE_QUEUES: list[str] = dataclasses.field(default_factory=list)
+    CONTROL_PLANE_CONNECTIONS: list[str] = dataclasses.field(default_factory=list)
 
 
 _NUMBER_KEYS = (
+    "SIGNATURE_TOLERANCE_SECONDS",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "UPDATE_WAIT_TIMEOUT_SECONDS",
@@ -63,8 +73,11 @@ _STRING_KEYS = (
     "TOKEN_HEADER",
     "SIGNATURE_SECRET",
     "SIGNATURE_HEADER",
+    "SIGNATURE_REPLAY_CACHE",
     "AUTHENTICATOR",
 )
+
+_LIST_KEYS = ("CONTROL_PLANE_QUEUES", "CONTROL_PLANE_CONNECTIONS")
 
 
 def _fail(message: str) -> ConfigurationError:
@@ -90,8 +103,25 @@ def webhook_settings() -> WebhookSettings:
     for key in _STRING_KEYS:
         if key in raw and not isinstance(raw[key], str):
             raise _fail(f"{key} must be a string")
+    tolerance = raw.get("SIGNATURE_TOLERANCE_SECONDS", 1)
+    if not isinstance(tolerance, int) or tolerance < 1:
+        raise _fail("SIGNATURE_TOLERANCE_SECONDS must be a whole number of seconds >= 1")
     if raw.get("AUTH_METHOD", "none") not in AUTH_METHODS:
         raise _fail(f"AUTH_METHOD must be one of {', '.join(AUTH_METHODS)}")
+    for key in _LIST_KEYS:
+        names = raw.get(key, [])
+        if not isinstance(names, list | tuple) or not all(
+            isinstance(name, str) and 0 < len(name) <= 255 for name in names
+        ):
+            raise _fail(f"{key} must be a list of names")
+    unknown_connections = sorted(
+        set(raw.get("CONTROL_PLANE_CONNECTIONS", [])) - set(get_settings().CONNECTIONS)
+    )
+    if unknown_connections:
+        raise _fail(
+            "CONTROL_PLANE_CONNECTIONS names connections missing from "
+            f"DURABLE_WORKFLOW['CONNECTIONS']: {', '.join(unknown_connections)}"
+        )
     workflows = raw.get("WORKFLOWS", {})
     if isinstance(workflows, list | tuple):
         if not all(isinstance(key, str) and key for key in workflows):
@@ -101,7 +131,8 @@ def webhook_settings() -> WebhookSettings:
             raise _fail("WORKFLOWS must map aliases to type keys")
     else:
         raise _fail("WORKFLOWS must be a list of type keys or a dict of aliases")
-    return WebhookSettings(**raw)
+    lists = {key: list(raw[key]) for key in _LIST_KEYS if key in raw}
+    return WebhookSettings(**{**raw, **lists})
 
 
 def unauthenticated_allowed(config: WebhookSettings) -> bool:
@@ -110,5 +141,5 @@ def unauthenticated_allowed(config: WebhookSettings) -> bool:
 
 @receiver(setting_changed)
 def _reset(setting: str, **kwargs: Any) -> None:
-    if setting == "DURABLE_WORKFLOW_WEBHOOKS":
+    if setting in ("DURABLE_WORKFLOW_WEBHOOKS", "DURABLE_WORKFLOW"):
         webhook_settings.cache_clear()

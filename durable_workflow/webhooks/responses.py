@@ -75,8 +75,8 @@ def error(
     return json_response(document, status)
 
 
-def unauthorized() -> HttpResponse:
-    response = error(401, "unauthorized", "Unauthorized.")
+def unauthorized(reason: str = "unauthorized", message: str = "Unauthorized.") -> HttpResponse:
+    response = error(401, reason, message)
     response["WWW-Authenticate"] = "Webhook"
     return response
 

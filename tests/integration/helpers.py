@@ -103,3 +103,15 @@ class Recorder:
 
     def send(self, task: TaskRecord, countdown: float | None) -> None:
         self.sent.append((task.task_type, task.queue, countdown))
+
+
+def doc_block(page: str, language: str, containing: str) -> str:
+    """The one fenced ``language`` block of ``docs/<page>`` that contains ``containing``."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / page).read_text("utf-8")
+    blocks = re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
+    found = [block for block in blocks if containing in block]
+    assert len(found) == 1, f"{len(found)} {language} blocks of {page} contain {containing!r}"
+    return found[0]

@@ -43,3 +43,29 @@ def test_sqlite_without_immediate_mode_is_reported(settings):
 @pytest.mark.django_db
 def test_manage_py_check_passes():
     call_command("check", "--fail-level", "WARNING")
+
+
+@pytest.mark.parametrize(
+    ("caches", "expected"),
+    [
+        ({"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}, "W010"),
+        ({"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}, "E011"),
+        ({"other": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}, "E011"),
+        ({"default": {"BACKEND": "django_redis.cache.RedisCache"}}, None),
+    ],
+)
+def test_signed_webhooks_need_a_shared_replay_cache(settings, caches, expected):
+    from durable_workflow.checks import check_webhook_replay_cache
+
+    settings.CACHES = caches
+    assert check_webhook_replay_cache() == []  # signatures off: no replay cache needed
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"AUTH_METHOD": "signature", "SIGNATURE_SECRET": "s"}
+    ids = [message.id for message in check_webhook_replay_cache()]
+    assert ids == ([f"durable_workflow.{expected}"] if expected else [])
+
+
+def test_bad_webhook_settings_are_reported(settings):
+    from durable_workflow.checks import check_webhook_replay_cache
+
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"SIGNATURE_TOLERANCE_SECONDS": 0}
+    assert [m.id for m in check_webhook_replay_cache()] == ["durable_workflow.E010"]

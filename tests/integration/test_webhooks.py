@@ -28,7 +28,12 @@ UNKNOWN_UUID = "01a22724-dcfc-7872-bc9f-b4556a9afc5e"
 
 def post(client: Any, url: str, body: Any = None, **headers: str) -> Any:
     data = "" if body is None else json.dumps(body)
-    return client.post(url, data=data, content_type="application/json", headers=headers)
+    return client.post(
+        url,
+        data=data,
+        content_type="application/json",
+        headers={"Content-Type": "application/json", **headers},
+    )
 
 
 def row_counts() -> dict[str, int]:
@@ -212,14 +217,48 @@ def test_unknown_or_unexposed_alias_is_404(client):
     assert post(client, "/webhooks/start/webhooks.order", {"order_id": 1}).status_code == 404
 
 
-def test_start_on_an_id_of_another_workflow_type_is_refused_and_recorded(client):
+def test_start_on_an_id_of_another_workflow_type_is_refused_and_writes_nothing(client):
     WorkflowStub.make("webhooks.hidden", "other-type")
+    before = row_counts()
     response = post(client, ORDER, {"workflow_id": "other-type", "order_id": 1})
     assert response.status_code == 409
     assert response.json()["rejection_reason"] == "instance_already_started"
-    assert not WorkflowRun.objects.filter(instance_id="other-type").exists()
-    command = WorkflowCommand.objects.get(id=response.json()["command_id"])
-    assert (command.status, command.source) == ("rejected", "webhook")
+    assert response.json()["command_id"] is None
+    assert row_counts() == before
+
+
+START_ROUTES = [
+    (ORDER, lambda i: {"workflow_id": i, "order_id": 1}),
+    (
+        "/webhooks/start/order-workflow/signals/approved-by",
+        lambda i: {"workflow_id": i, "order_id": 1},
+    ),
+    (
+        "/webhooks/control-plane/start",
+        lambda i: {"workflow_type": "webhooks.order", "instance_id": i, "arguments": [1]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("url", "body"), START_ROUTES)
+def test_a_start_tells_nothing_about_an_instance_of_an_unexposed_type(client, url, body):
+    """Issue 18, item 7: the existence oracle.
+
+    A start cannot answer an id that is taken the way it answers a free one (that
+    one starts a run), so the refusal is the same whatever holds the id: an
+    instance of a type these routes expose or of one they do not, running or
+    not. It names nothing about that instance, and nothing is written.
+    """
+    WorkflowStub.make("webhooks.hidden", "taken-hidden").start()
+    WorkflowStub.make("webhooks.looper", "taken-visible").start()
+    before = row_counts()
+    hidden = post(client, url, body("taken-hidden"))
+    visible = post(client, url, body("taken-visible"))
+    assert hidden.status_code == visible.status_code == 409
+    assert hidden.json() == json.loads(visible.content.replace(b"taken-visible", b"taken-hidden"))
+    assert set(hidden.headers.items()) == set(visible.headers.items())
+    assert row_counts() == before
+    assert "webhooks.hidden" not in hidden.content.decode()
 
 
 def test_malformed_json_gets_the_error_envelope(client):
@@ -687,13 +726,17 @@ def test_describe_active_terminated_historical_and_missing(client, inline, loope
 
 
 # ------------------------------------------------------------ control plane
-def test_control_plane_start(client):
+def test_control_plane_start(client, settings):
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {
+        "ALLOW_UNAUTHENTICATED": True,
+        "CONTROL_PLANE_QUEUES": ["default"],
+    }
     url = "/webhooks/control-plane/start"
     body = {
         "workflow_type": "webhooks.order",
         "instance_id": "cp-1",
         "arguments": '{"order_id": 123}',
-        "queue": "default",
+        "queue": "default",  # allowed by the CONTROL_PLANE_QUEUES setting below
         "business_key": "order-123",
         "labels": {"tenant": "acme"},
     }
@@ -726,6 +769,44 @@ def test_control_plane_start(client):
     assert post(client, url, {**body, "instance_id": "cp-3", "arguments": []}).status_code == 422
     assert post(client, url, {**body, "workflow_type": "webhooks.hidden"}).status_code == 404
     assert row_counts() == before
+
+
+def test_control_plane_queue_and_connection_are_limited_to_an_allow_list(client, settings):
+    """Issue 18, item 4: by default a control-plane start keeps the workflow's own routing."""
+    url = "/webhooks/control-plane/start"
+    body = {"workflow_type": "webhooks.order", "instance_id": "cp-q", "arguments": [1]}
+    before = row_counts()
+    for field, value in (("queue", "payments-admin"), ("connection", "other-broker")):
+        response = post(client, url, {**body, field: value})
+        assert response.status_code == 422
+        assert response.json()["reason"] == f"{field}_not_allowed"
+        assert list(response.json()["validation_errors"]) == [field]
+    assert row_counts() == before
+    settings.DURABLE_WORKFLOW = {
+        **settings.DURABLE_WORKFLOW,
+        "CONNECTIONS": {"other-broker": "tests.celery_app.app"},
+    }
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {
+        "ALLOW_UNAUTHENTICATED": True,
+        "CONTROL_PLANE_QUEUES": ["payments-admin"],
+        "CONTROL_PLANE_CONNECTIONS": ["other-broker"],
+    }
+    allowed = post(client, url, {**body, "queue": "payments-admin", "connection": "other-broker"})
+    assert allowed.status_code == 202, allowed.json()
+    run = WorkflowRun.objects.get(id=allowed.json()["workflow_run_id"])
+    assert (run.queue, run.connection) == ("payments-admin", "other-broker")
+    own = post(client, url, {**body, "instance_id": "cp-own", "queue": None})
+    assert own.status_code == 202
+    assert WorkflowRun.objects.get(id=own.json()["workflow_run_id"]).connection is None
+
+
+def test_allow_listed_connections_must_be_configured(settings):
+    from durable_workflow.exceptions import ConfigurationError
+    from durable_workflow.webhooks.conf import webhook_settings
+
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"CONTROL_PLANE_CONNECTIONS": ["nowhere"]}
+    with pytest.raises(ConfigurationError, match="nowhere"):
+        webhook_settings()
 
 
 # ------------------------------------------------------------ not exposed

@@ -8,7 +8,7 @@ import pytest
 from django.http import HttpRequest
 
 from durable_workflow.exceptions import ConfigurationError
-from durable_workflow.webhooks import AuthenticationFailed, WebhookAuthenticator, signature_of
+from durable_workflow.webhooks import AuthenticationFailed, WebhookAuthenticator, sign
 from durable_workflow.webhooks.conf import webhook_settings
 from tests.integration.test_webhooks import ORDER, UNKNOWN_UUID, row_counts
 
@@ -23,7 +23,12 @@ def body_for(instance_id: str) -> bytes:
 
 
 def send(client, body: bytes, url: str = ORDER, **headers: str):
-    return client.post(url, data=body, content_type="application/json", headers=headers)
+    return client.post(
+        url,
+        data=body,
+        content_type="application/json",
+        headers={"Content-Type": "application/json", **headers},
+    )
 
 
 class AllowTenant(WebhookAuthenticator):
@@ -82,27 +87,34 @@ def test_custom_token_header(client, settings):
     assert send(client, body_for("t-4"), **{"X-Api-Key": TOKEN}).status_code == 202
 
 
+def signed(body: bytes, url: str = ORDER, secret: str = SECRET, **kwargs) -> dict[str, str]:
+    return {"X-Signature": sign(secret, method="POST", path=url, body=body, **kwargs)}
+
+
 def test_signature_missing_bad_or_of_a_modified_body_is_401(client, signature_auth):
     body = body_for("s-1")
-    good = signature_of(body, SECRET)
+    good = signed(body)
     before = row_counts()
     assert_refused(send(client, body))
-    assert_refused(send(client, body, **{"X-Signature": "0" * 64}))
-    assert_refused(send(client, body, **{"X-Signature": signature_of(body, "other-secret")}))
+    zeros = good["X-Signature"].rpartition("=")[0] + "=" + "0" * 64
+    assert_refused(send(client, body, **{"X-Signature": zeros}))
+    assert_refused(send(client, body, **signed(body, secret="other-secret")))
     tampered = bytearray(body)
     tampered[-3] ^= 0x01  # the replayed body with one modified byte
-    assert_refused(send(client, bytes(tampered), **{"X-Signature": good}))
+    assert_refused(send(client, bytes(tampered), **good))
     assert row_counts() == before
-    accepted = send(client, body, **{"X-Signature": good})
+    accepted = send(client, body, **good)
     assert accepted.status_code == 202
     ingress = json.loads(accepted.content)["command_id"]
     assert ingress
 
 
-def test_signature_accepts_a_sha256_prefix_and_upper_case(client, signature_auth):
+def test_signature_digest_may_be_upper_case(client, signature_auth):
     body = body_for("s-2")
-    header = "sha256=" + signature_of(body, SECRET).upper()
-    assert send(client, body, **{"X-Signature": header}).status_code == 202
+    header = signed(body)["X-Signature"]
+    stamp, nonce, digest = header.split(",")
+    upper = ",".join((stamp, nonce, digest.upper().replace("V1=", "v1=")))
+    assert send(client, body, **{"X-Signature": upper}).status_code == 202
 
 
 def test_custom_authenticator(client, settings):
@@ -145,7 +157,7 @@ def test_secret_methods_without_a_secret_fail_closed(client, settings):
     settings.DURABLE_WORKFLOW_WEBHOOKS = {"AUTH_METHOD": "token"}
     assert_refused(send(client, body_for("e-1"), Authorization=""))
     settings.DURABLE_WORKFLOW_WEBHOOKS = {"AUTH_METHOD": "signature"}
-    assert_refused(send(client, body_for("e-1"), **{"X-Signature": signature_of(b"", "")}))
+    assert_refused(send(client, body_for("e-1"), **signed(body_for("e-1"), secret="")))
 
 
 ROUTES = [

@@ -147,7 +147,9 @@ def test_json_bodies_and_ids_never_500(client, target, template, instance_id, ru
 def test_random_bytes_never_500(client, target, template, raw):
     before = row_counts()
     url = url_for(template, "fuzz-1", "current", "approved-by", target)
-    response = client.post(url, data=raw, content_type="application/json")
+    response = client.post(
+        url, data=raw, content_type="application/json", CONTENT_TYPE="application/json"
+    )
     check(response, before)
 
 
@@ -177,6 +179,8 @@ def test_deep_nesting_and_huge_bodies_are_422(client, target, template):
         '{"arguments": [1e999]}',
         '{"arguments": [' + "9" * 5000 + "]}",
     ):
-        response = client.post(url, data=raw, content_type="application/json")
+        response = client.post(
+            url, data=raw, content_type="application/json", CONTENT_TYPE="application/json"
+        )
         assert response.status_code == 422, (raw[:40], response.content[:300])
         check(response, before)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -11,7 +12,8 @@ import requests
 
 from durable_workflow import WorkflowStub
 from durable_workflow.models import WorkflowCommand
-from durable_workflow.webhooks import signature_of
+from durable_workflow.webhooks import sign
+from tests.integration.helpers import doc_block
 from tests.integration.test_webhooks import worker_thread  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,24 +22,27 @@ SECRET = "live-secret"
 
 
 class Client:
-    """Signs every body with HMAC-SHA256, as an external caller would."""
+    """Signs every request (method, path, body, timestamp) as an external caller would."""
 
     def __init__(self, base: str):
-        self.base = base.rstrip("/") + "/webhooks/"
+        self.origin = base.rstrip("/")
+        self.prefix = "/webhooks/"
         self.session = requests.Session()
 
     def post(self, path: str, body: Any = None, **headers: str) -> requests.Response:
         raw = b"" if body is None else json.dumps(body).encode("utf-8")
+        full = self.prefix + path
         headers = {
             "Content-Type": "application/json",
-            "X-Signature": signature_of(raw, SECRET),
+            "X-Signature": sign(SECRET, method="POST", path=full, body=raw),
             **headers,
         }
-        return self.session.post(self.base + path, data=raw, headers=headers, timeout=30)
+        return self.session.post(self.origin + full, data=raw, headers=headers, timeout=30)
 
     def get(self, path: str) -> requests.Response:
-        headers = {"X-Signature": signature_of(b"", SECRET)}
-        return self.session.get(self.base + path, headers=headers, timeout=30)
+        full = self.prefix + path
+        headers = {"X-Signature": sign(SECRET, method="GET", path=full)}
+        return self.session.get(self.origin + full, headers=headers, timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -134,18 +139,105 @@ def test_start_signal_query_update_cancel_round_trip(http, worker_thread):  # no
 def test_live_auth_failures_write_nothing(http):
     body = {"workflow_id": "live-2", "order_id": 1}
     raw = json.dumps(body).encode()
-    wrong = requests.post(
-        http.base + "start/order-workflow",
-        data=raw,
-        headers={"Content-Type": "application/json", "X-Signature": signature_of(raw, "nope")},
-        timeout=30,
-    )
-    assert wrong.status_code == 401
-    missing = requests.post(http.base + "start/order-workflow", data=raw, timeout=30)
+    url = http.origin + "/webhooks/start/order-workflow"
+    json_type = {"Content-Type": "application/json"}
+    wrong = sign("nope", method="POST", path="/webhooks/start/order-workflow", body=raw)
+    refused = requests.post(url, data=raw, headers={**json_type, "X-Signature": wrong}, timeout=30)
+    assert refused.status_code == 401
+    missing = requests.post(url, data=raw, headers=json_type, timeout=30)
     assert missing.status_code == 401
+    form = requests.post(url, data={"workflow_id": "live-2"}, timeout=30)
+    assert form.status_code == 415
     assert WorkflowCommand.objects.filter(instance_id="live-2").count() == 0
     malformed = http.post("start/order-workflow", None)
     assert malformed.status_code == 422  # empty body: order_id is missing
     unknown = http.post("no/such/route")
     assert unknown.status_code == 404
     assert unknown.headers["Content-Type"] == "application/json"
+
+
+def test_the_how_to_openssl_recipe_is_accepted(http, settings):
+    """The shell recipe of docs/how-to/webhooks.md, run as written against a real server."""
+    import shutil
+    import subprocess
+
+    for tool in ("openssl", "curl"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is needed to run the documented recipe")
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {
+        "AUTH_METHOD": "signature",
+        "SIGNATURE_SECRET": SECRET,
+        "WORKFLOWS": {"orders": "webhooks.order"},
+    }
+    script = doc_block("how-to/webhooks.md", "bash", "openssl dgst")
+    script = script.replace("https://shop.example", http.origin)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        env={"PATH": os.environ["PATH"], "SECRET": SECRET},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["outcome"] == "started_new", answer
+    assert WorkflowStub.load("order-123").status() == "pending"
+
+
+#: The how-to's session authenticator, run from the page itself (set by the test).
+StaffSession: Any = None
+
+
+def test_a_session_authenticator_enforces_csrf_over_http(
+    live_server, settings, inline, monkeypatch
+):
+    """A logged-in browser: the cookie alone is refused; the cookie plus the token passes."""
+    from django.contrib.auth.models import User
+
+    namespace: dict[str, Any] = {}
+    exec(doc_block("how-to/webhooks.md", "python", "enforce_csrf(request)"), namespace)
+    monkeypatch.setitem(globals(), "StaffSession", namespace["StaffSession"])
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {
+        "AUTH_METHOD": "custom",
+        "AUTHENTICATOR": f"{__name__}.StaffSession",
+    }
+    settings.MIDDLEWARE = [
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.middleware.csrf.CsrfViewMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+    ]
+    User.objects.create_user("staff", password="pw", is_staff=True, is_superuser=True)
+    browser = requests.Session()
+    login_page = browser.get(live_server.url + "/admin/login/", timeout=30)
+    token = browser.cookies["csrftoken"]
+    logged_in = browser.post(
+        live_server.url + "/admin/login/",
+        data={"username": "staff", "password": "pw", "csrfmiddlewaretoken": token},
+        headers={"Referer": login_page.url},
+        timeout=30,
+    )
+    assert "sessionid" in browser.cookies, logged_in.status_code
+    url = live_server.url + "/webhooks/start/order-workflow"
+    body = json.dumps({"workflow_id": "csrf-live", "order_id": 1})
+    forged = browser.post(
+        url,
+        data=body,
+        headers={"Content-Type": "application/json", "Origin": "https://evil.example"},
+        timeout=30,
+    )
+    assert forged.status_code == 401
+    no_token = browser.post(
+        url, data=body, headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert no_token.status_code == 401
+    assert not WorkflowCommand.objects.filter(instance_id="csrf-live").exists()
+    token = browser.cookies["csrftoken"]
+    allowed = browser.post(
+        url,
+        data=body,
+        headers={"Content-Type": "application/json", "X-CSRFToken": token},
+        timeout=30,
+    )
+    assert allowed.status_code == 202, allowed.text
+    command = WorkflowCommand.objects.get(id=allowed.json()["command_id"])
+    assert command.metadata["ingress"]["caller"].startswith("user:")

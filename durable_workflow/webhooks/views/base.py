@@ -3,7 +3,11 @@
 Every webhook view is CSRF-exempt (callers are machines with credentials,
 not browsers with cookies) and runs outside ``ATOMIC_REQUESTS``: each command
 commits in its own transaction, and an update that waits for a worker must
-have committed first.
+have committed first. A POST must say ``Content-Type: application/json``
+(415 otherwise, before anything else is looked at): a page on another site
+cannot send that without a CORS preflight, so a browser that carries cookies
+cannot be made to post here. An authenticator that trusts a session must
+still enforce CSRF itself (``auth.enforce_csrf``).
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ class WebhookView(View):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if (request.method or "").lower() not in self.http_method_names:
             return self.http_method_not_allowed(request, *args, **kwargs)
+        if request.method == "POST" and request.content_type != "application/json":
+            return responses.error(
+                415, "unsupported_media_type", "Send the request as Content-Type: application/json."
+            )
         self.config = webhook_settings()
         try:
             self.raw_body = read_body(request, self.config)
@@ -73,7 +81,7 @@ class WebhookView(View):
             return self.invalid(exc)
         self.auth: AuthResult = authenticate(request, self.raw_body, self.config)
         if not self.auth.ok:
-            return responses.unauthorized()
+            return responses.unauthorized(self.auth.reason, self.auth.message)
         if not all(_route_safe(value) for value in kwargs.values()):
             # No workflow can declare such a name, and no column could store it.
             return responses.not_found("unknown_route", "No webhook route matches this path.")

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
-from durable_workflow import clock, contracts, registry
+from durable_workflow import contracts, registry
+from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import UnknownTypeError
 from durable_workflow.executor import intake, start_workflow
 from durable_workflow.ids import uuid7
-from durable_workflow.models import CommandStatus, CommandType
 from durable_workflow.options import DuplicateStartPolicy
-from durable_workflow.store import commands, runs
+from durable_workflow.store import runs
 from durable_workflow.webhooks import exposure, records, responses, validation
+from durable_workflow.webhooks.conf import WebhookSettings
 from durable_workflow.webhooks.views.base import Respond, WebhookView
 
 _START_FIELDS = {"workflow_id", "on_duplicate", "visibility"}
@@ -41,40 +41,33 @@ def _routing(cls: type) -> dict[str, Any]:
     }
 
 
-def _type_conflict(instance_id: str, type_key: str) -> dict[str, Any] | None:
-    """Refuse (and record) a start whose id belongs to another workflow type."""
+def _held_by_another_type(instance_id: str, type_key: str) -> bool:
+    """Whether the id belongs to an instance of another workflow type.
+
+    Such a start is refused without writing anything, and its answer says nothing
+    about that instance: not its type, not its runs, not whether its type is
+    exposed here. An instance of a type these routes do not expose must not be
+    discoverable, nor get rows written against it, through a start.
+    """
     instance = runs.get_instance(instance_id)
-    if instance is None or instance.workflow_type == type_key:
-        return None
-    with transaction.atomic():
-        command = commands.record_command(
-            instance_id=instance_id,
-            run_id=None,
-            command_type=CommandType.START,
-            status=CommandStatus.REJECTED,
-            outcome="rejected_duplicate",
-            rejection_reason="instance_already_started",
-            source=responses.COMMAND_SOURCE,
-            payload={"workflow_type": type_key},
-            metadata={"existing_workflow_type": instance.workflow_type},
-            now=clock.now(),
-        )
-    return {"command_id": command.id}
+    return instance is not None and instance.workflow_type != type_key
 
 
-def _start_response(instance_id: str, type_key: str, outcome: Any, command_id: Any) -> HttpResponse:
+def _start_response(instance_id: str, type_key: str, outcome: Any) -> HttpResponse:
+    """The answer to a start; ``outcome`` is ``None`` when another type holds the id."""
     accepted = outcome is not None and outcome.accepted
     name = outcome.outcome if outcome is not None else "rejected_duplicate"
     run_id = str(outcome.run_id) if outcome is not None and outcome.run_id else None
+    command_id = outcome.command_id if outcome is not None else None
     document = responses.command_envelope(
         outcome=name,
         accepted=accepted,
         workflow_id=instance_id,
         run_id=run_id,
-        command_id=str(command_id),
+        command_id=str(command_id) if command_id else None,
         workflow_type=type_key,
         rejection_reason=None if accepted else "instance_already_started",
-        command_sequence=records.command_sequence(command_id),
+        command_sequence=records.command_sequence(command_id) if command_id else None,
     )
     return responses.json_response(document, responses.status_of(name, accepted=accepted))
 
@@ -95,10 +88,8 @@ class StartView(WebhookView):
         named = {k: v for k, v in data.items() if k not in _START_FIELDS}
         arguments = validation.handle_arguments(cls, named)
         validation.ensure_encodable(arguments)
-        conflict = _type_conflict(instance_id, type_key)
-        if conflict is not None:
-            self.ingress([conflict["command_id"]], data)
-            return _start_response(instance_id, type_key, None, conflict["command_id"])
+        if _held_by_another_type(instance_id, type_key):
+            return _start_response(instance_id, type_key, None)
         outcome = start_workflow(
             instance_id=instance_id,
             workflow_type=type_key,
@@ -108,7 +99,7 @@ class StartView(WebhookView):
             **_routing(cls),
         )
         self.ingress([outcome.command_id], data)
-        return _start_response(instance_id, type_key, outcome, outcome.command_id)
+        return _start_response(instance_id, type_key, outcome)
 
 
 class SignalWithStartView(WebhookView):
@@ -135,10 +126,8 @@ class SignalWithStartView(WebhookView):
         )
         validation.ensure_encodable(arguments)
         validation.ensure_encodable(signal_arguments, "signal_arguments")
-        conflict = _type_conflict(instance_id, type_key)
-        if conflict is not None:
-            self.ingress([conflict["command_id"]], data)
-            return _start_response(instance_id, type_key, None, conflict["command_id"])
+        if _held_by_another_type(instance_id, type_key):
+            return _start_response(instance_id, type_key, None)
         outcome = intake.signal_with_start(
             instance_id=instance_id,
             workflow_type=type_key,
@@ -216,6 +205,28 @@ def _optional_name(data: dict[str, Any], field: str) -> str | None:
     return value
 
 
+def _control_routing(cls: type, data: dict[str, Any], config: WebhookSettings) -> dict[str, Any]:
+    """The workflow's own queue and connection, or others the allow-lists name.
+
+    A caller must not steer work onto a queue (or broker) the operator did not
+    mean it to reach: a worker pool with other privileges, or one nobody serves.
+    """
+    routing = _routing(cls)
+    choices = (
+        ("queue", routing["queue"] or get_settings().DEFAULT_QUEUE, config.CONTROL_PLANE_QUEUES),
+        ("connection", routing["connection"], config.CONTROL_PLANE_CONNECTIONS),
+    )
+    for field, own, allowed in choices:
+        value = _optional_name(data, field)
+        if value is None or value == own:
+            continue
+        if value not in allowed:
+            message = f"The {field} [{value}] is not allowed for control-plane starts."
+            raise validation.RequestInvalid(message, {field: [message]}, f"{field}_not_allowed")
+        routing[field] = value
+    return routing
+
+
 class ControlPlaneStartView(WebhookView):
     """``POST control-plane/start``: start an exposed workflow by its durable type key."""
 
@@ -242,12 +253,8 @@ class ControlPlaneStartView(WebhookView):
         options = validation.start_options({"visibility": visibility}, policy)
         arguments = _control_arguments(cls, data.get("arguments", []))
         validation.ensure_encodable(arguments)
-        routing = _routing(cls)
-        routing["queue"] = _optional_name(data, "queue") or routing["queue"]
-        routing["connection"] = _optional_name(data, "connection") or routing["connection"]
-        conflict = _type_conflict(instance_id, type_key)
-        if conflict is not None:
-            self.ingress([conflict["command_id"]], data)
+        routing = _control_routing(cls, data, self.config)
+        if _held_by_another_type(instance_id, type_key):
             document = _control_document(instance_id, type_key, None, None)
             return responses.json_response(document, 409)
         outcome = start_workflow(

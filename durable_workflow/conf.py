@@ -38,6 +38,10 @@ class Settings:
     REPAIR_SCAN_LIMIT: int = 500
     #: How often the Celery beat entry runs the repair pass.
     REPAIR_INTERVAL_SECONDS: float = 5.0
+    #: ``--loop`` commands: first wait after a failed pass (doubled per failure) ...
+    LOOP_BACKOFF_INITIAL_SECONDS: float = 1.0
+    #: ... up to this long, until a pass succeeds again.
+    LOOP_BACKOFF_MAX_SECONDS: float = 30.0
     #: Longest broker countdown used to wake a timer; the database row decides.
     TIMER_MAX_COUNTDOWN_SECONDS: int = 900
     #: Times a workflow task is retried when SQLite reports "database is locked".

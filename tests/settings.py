@@ -58,7 +58,13 @@ DURABLE_WORKFLOW = {
     "CELERY_APP": "tests.celery_app.app",
     "ACTIVITY_LEASE_SECONDS": int(os.environ.get("DW_ACTIVITY_LEASE_SECONDS", "300")),
     "REDISPATCH_AFTER_SECONDS": 1,
+    "REDISPATCH_MAX_BACKOFF_SECONDS": int(
+        os.environ.get("DW_REDISPATCH_MAX_BACKOFF_SECONDS", "300")
+    ),
     "REPAIR_INTERVAL_SECONDS": 1.0,
+    # Outage tests shorten the back-off of --loop commands (and of nothing else).
+    "LOOP_BACKOFF_INITIAL_SECONDS": float(os.environ.get("DW_LOOP_BACKOFF_SECONDS", "1")),
+    "LOOP_BACKOFF_MAX_SECONDS": float(os.environ.get("DW_LOOP_BACKOFF_MAX_SECONDS", "30")),
     "WORKER_CAPABILITIES": [
         c for c in os.environ.get("DW_WORKER_CAPABILITIES", "").split(",") if c
     ],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+from typing import Any
 
 from django.db import transaction
 
@@ -48,20 +49,37 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
         max_backoff=settings.REDISPATCH_MAX_BACKOFF_SECONDS,
         limit=settings.REPAIR_SCAN_LIMIT,
     )
-    for task in due:
-        try:
-            dispatch.backend().send(dispatch.routed(task), None)
-        except Exception:  # one bad route or a broker hiccup must not stop the pass
-            logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
-    tasks.mark_dispatched([t.id for t in due], now=now)
-    if reclaimed or due or timed_out:
+    sent = _resend(due)
+    tasks.mark_dispatched(sent, now=now)
+    if reclaimed or sent or timed_out:
         logger.info(
             "repair pass: %s timeouts enforced, %s leases reclaimed, %s tasks re-sent",
             timed_out,
             reclaimed,
-            len(due),
+            len(sent),
         )
-    return RepairReport(reclaimed=reclaimed, redispatched=len(due), timed_out=timed_out)
+    return RepairReport(reclaimed=reclaimed, redispatched=len(sent), timed_out=timed_out)
+
+
+def _resend(due: list[TaskRecord]) -> list[Any]:
+    """Send each task's message again; the ids of those sent.
+
+    One bad route does not stop the others, but a broker that cannot be reached
+    ends the pass (after noting what did go): the next pass tries again, and a
+    ``--loop`` logs the outage once instead of once per task.
+    """
+    sent = []
+    for task in due:
+        try:
+            dispatch.backend().send(dispatch.routed(task), None)
+        except dispatch.BrokerUnavailable:
+            tasks.mark_dispatched(sent, now=clock.now())
+            raise
+        except Exception:
+            logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
+        else:
+            sent.append(task.id)
+    return sent
 
 
 @retry_transaction

@@ -12,9 +12,11 @@ from typing import Any
 
 from celery import Celery, current_app, shared_task
 from django.utils.module_loading import import_string
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.executor.dispatch import BrokerUnavailable
 from durable_workflow.store.records import TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -73,9 +75,12 @@ class CeleryBackend:
             # Long broker countdowns are unsafe (Redis redelivers them after its
             # visibility timeout); the timer task re-arms itself if woken early.
             options["countdown"] = min(countdown, get_settings().TIMER_MAX_COUNTDOWN_SECONDS)
-        celery_app(task.connection).send_task(
-            TASK_NAMES[task.task_type], args=[str(task.id)], **options
-        )
+        try:
+            celery_app(task.connection).send_task(
+                TASK_NAMES[task.task_type], args=[str(task.id)], **options
+            )
+        except (KombuOperationalError, ConnectionError) as exc:
+            raise BrokerUnavailable(f"the broker cannot be reached: {exc}") from exc
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-import signal
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from durable_workflow.operations import loops
 from durable_workflow.schedules.audit import timestamp
 from durable_workflow.schedules.tasks import tick_interval
 from durable_workflow.schedules.ticker import TickReport, tick
@@ -25,7 +23,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--loop",
             action="store_true",
-            help="keep ticking; SIGTERM or Ctrl-C stops after the current tick",
+            help="keep ticking through database and broker outages; SIGTERM or Ctrl-C "
+            "stops after the current tick",
         )
         parser.add_argument(
             "--interval",
@@ -39,16 +38,24 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         interval = options["interval"] if options["interval"] is not None else tick_interval()
+
+        def step() -> None:
+            self._report(tick(limit=options["limit"]), as_json=options["json"])
+
+        if not options["loop"]:
+            step()
+            return
         stop = threading.Event()
-        with _stop_on_signals(stop) if options["loop"] else contextlib.nullcontext():
-            while True:
-                report = tick(limit=options["limit"])
-                self._report(report, as_json=options["json"])
-                if not options["loop"] or self._pause(stop, interval):
-                    return
+        with loops.stop_on_signals(stop):
+            loops.run_forever(
+                step,
+                name="schedule_tick",
+                interval=interval,
+                pause=lambda seconds: self._pause(stop, seconds),
+            )
 
     def _pause(self, stop: threading.Event, interval: float) -> bool:
-        """Sleep between ticks; True when asked to stop."""
+        """Sleep between ticks (or after a failed one); True when asked to stop."""
         return stop.wait(interval)
 
     def _report(self, report: TickReport, *, as_json: bool) -> None:
@@ -65,21 +72,6 @@ class Command(BaseCommand):
             target = row["instance_id"] or row["reason"] or ""
             self.stdout.write(f"{row['schedule_id']}: {row['outcome']} {target}".rstrip())
         self.stdout.write(f"{len(rows)} schedule action(s)")
-
-
-@contextlib.contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Let SIGTERM / SIGINT end the loop between ticks, never in the middle of one."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler = lambda signum, frame: stop.set()  # noqa: E731
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+import threading
 import uuid
 from typing import Any
 
@@ -18,6 +18,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair_pass
 from durable_workflow.executor.control import request_repair
 from durable_workflow.models import WorkflowInstance, WorkflowRun
+from durable_workflow.operations import loops
 
 logger = logging.getLogger("durable_workflow")
 
@@ -29,7 +30,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--loop", action="store_true", help="keep running passes")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="keep running passes through database and broker outages (SIGTERM stops)",
+        )
         parser.add_argument(
             "--interval",
             type=float,
@@ -65,7 +70,8 @@ class Command(BaseCommand):
         interval = options["interval"]
         if interval is None:
             interval = get_settings().REPAIR_INTERVAL_SECONDS
-        while True:
+
+        def step() -> None:
             report = repair_pass()
             if options["json"]:
                 self.stdout.write(json.dumps(report.as_dict()))
@@ -74,9 +80,14 @@ class Command(BaseCommand):
                     f"reclaimed {report.reclaimed} expired leases, "
                     f"re-sent {report.redispatched} tasks"
                 )
-            if not options["loop"]:
-                return
-            time.sleep(interval)
+            self.stdout.flush()
+
+        if not options["loop"]:
+            step()
+            return
+        stop = threading.Event()
+        with loops.stop_on_signals(stop):
+            loops.run_forever(step, name="workflow_repair", interval=interval, pause=stop.wait)
 
     def _repair_targets(self, options: dict[str, Any]) -> None:
         results = [self._repair_instance(i, options["reason"]) for i in options["instance_id"]]

@@ -16,6 +16,10 @@ several runs (a continued run's arguments, a child's input, two starts with the
 same document).  Pruning therefore deletes an object only when no remaining row
 references it: call :func:`references_for_runs` inside the deleting transaction,
 before the rows go, and :func:`delete_unreferenced` after it commits.
+
+References are marked with a key derived from ``SECRET_KEY`` (and checked with
+``SECRET_KEY_FALLBACKS`` too), so only references the engine wrote are read or
+deleted: a caller's memo shaped like one is not (``codec.external``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils.crypto import salted_hmac
 from django.utils.module_loading import import_string
 
 from durable_workflow.codec import external
@@ -90,18 +95,20 @@ class DjangoStorageDriver:
     def uri(self, name: str) -> str:
         return f"{self.scheme}://{self.alias}/{name}"
 
-    def name(self, uri: str) -> str:
+    def key_of(self, uri: str) -> str:
         base = f"{self.scheme}://{self.alias}/"
         if not uri.startswith(base):
             raise ValueError(f"{uri!r} does not belong to storage {self.alias!r}")
         name = uri[len(base) :]
-        external._check_key(name)
+        external.check_key(name)
         return name
+
+    name = key_of
 
     def put(self, key: str, data: bytes) -> str:
         from django.core.files.base import ContentFile
 
-        external._check_key(key)
+        external.check_key(key)
         if self.storage.exists(key) and self.storage.size(key) == len(data):
             self._touch(key)
             return self.uri(key)
@@ -155,6 +162,27 @@ def _storage_settings(raw: Any) -> tuple[Any, ...]:
     )
 
 
+#: Salt of the reference-marking keys: a key of its own, not ``SECRET_KEY`` itself.
+_MARK_SALT = "durable_workflow.payload_storage.reference-mark"
+
+
+def signing_keys() -> tuple[bytes, ...]:
+    """Keys that mark stored references: from ``SECRET_KEY``, then each fallback.
+
+    Every process that reads or writes payloads needs the same ``SECRET_KEY``;
+    after a rotation, keep the old key in ``SECRET_KEY_FALLBACKS`` until runs
+    that stored payloads under it are gone.
+    """
+    from django.conf import settings as django_settings
+
+    secrets = [django_settings.SECRET_KEY, *getattr(django_settings, "SECRET_KEY_FALLBACKS", [])]
+    return tuple(
+        salted_hmac(_MARK_SALT, "v1", secret=secret, algorithm="sha256").digest()
+        for secret in secrets
+        if secret
+    )
+
+
 _applied: tuple[Any, ...] | None = None
 
 
@@ -187,7 +215,10 @@ def configure_from_settings() -> StoragePolicy | None:
     prefix = settings.PAYLOAD_STORAGE_PREFIX
     try:
         return external.configure(
-            driver, threshold_bytes=settings.PAYLOAD_OFFLOAD_THRESHOLD_BYTES, prefix=prefix
+            driver,
+            threshold_bytes=settings.PAYLOAD_OFFLOAD_THRESHOLD_BYTES,
+            prefix=prefix,
+            signing_keys=signing_keys(),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"DURABLE_WORKFLOW payload storage: {exc}") from None
@@ -195,8 +226,9 @@ def configure_from_settings() -> StoragePolicy | None:
 
 @receiver(setting_changed)
 def _reconfigure(setting: str, value: Any = None, **kwargs: Any) -> None:
-    """``override_settings`` in tests: follow changes of the storage keys only."""
-    if setting == "DURABLE_WORKFLOW" and _storage_settings(value or {}) != _applied:
+    """``override_settings`` in tests: follow changes of the storage keys and secrets only."""
+    secrets = setting in ("SECRET_KEY", "SECRET_KEY_FALLBACKS") and external.current() is not None
+    if secrets or (setting == "DURABLE_WORKFLOW" and _storage_settings(value or {}) != _applied):
         get_settings.cache_clear()
         try:
             configure_from_settings()
@@ -219,8 +251,10 @@ def _payload_columns() -> Iterable[tuple[Any, list[str]]]:
             yield model, fields
 
 
-def _scan(model: Any, field: str, row_filter: Any = None) -> set[str]:
-    """URIs referenced from one column, reading only rows whose text names the schema."""
+def _scan(
+    model: Any, field: str, row_filter: Any = None
+) -> Iterable[external.ExternalPayloadReference]:
+    """References in one column, reading only rows whose text names the schema."""
     from django.db.models import TextField
     from django.db.models.functions import Cast
 
@@ -229,17 +263,17 @@ def _scan(model: Any, field: str, row_filter: Any = None) -> set[str]:
     )
     if row_filter is not None:
         rows = rows.filter(row_filter)
-    uris: set[str] = set()
     for value in rows.values_list(field, flat=True).iterator(chunk_size=500):
-        uris.update(reference.uri for reference in external.references(value))
-    return uris
+        yield from external.references(value)
 
 
-def references_for_runs(run_ids: Iterable[Any]) -> set[str]:
-    """URIs of stored payloads referenced by the runs' rows (and rows pointing at the runs).
+def references_for_runs(run_ids: Iterable[Any]) -> set[ExternalPayloadReference]:
+    """References the engine wrote in the runs' rows (and rows pointing at the runs).
 
     Call it before deleting the rows.  Over-collecting is harmless:
     ``delete_unreferenced`` keeps whatever a remaining row still references.
+    A value that only looks like a reference (in a memo, say) is left out: it
+    carries no valid mark, or names a key outside the prefix.
     """
     from django.db.models import Q
 
@@ -248,7 +282,7 @@ def references_for_runs(run_ids: Iterable[Any]) -> set[str]:
     ids = list(run_ids)
     if not ids:
         return set()
-    uris: set[str] = set()
+    found: set[ExternalPayloadReference] = set()
     for model, fields in _payload_columns():
         if model is WorkflowRun:
             row_filter = Q(pk__in=ids)
@@ -264,29 +298,36 @@ def references_for_runs(run_ids: Iterable[Any]) -> set[str]:
             for link in links:
                 row_filter |= Q(**{f"{link.attname}__in": ids})
         for field in fields:
-            uris |= _scan(model, field, row_filter)
-    return uris
+            found.update(r for r in _scan(model, field, row_filter) if external.is_trusted(r))
+    return found
 
 
 def live_references() -> set[str]:
-    """URIs referenced by any row of the app (one pass over each JSON column)."""
+    """URIs named by any row of the app (one pass over each JSON column).
+
+    Marked or not: an object any remaining row names is kept.
+    """
     uris: set[str] = set()
     for model, fields in _payload_columns():
         for field in fields:
-            uris |= _scan(model, field)
+            uris.update(reference.uri for reference in _scan(model, field))
     return uris
 
 
 def delete_unreferenced(
-    uris: Iterable[str], *, grace_seconds: float = DEFAULT_GRACE_SECONDS
+    references: Iterable[ExternalPayloadReference],
+    *,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
 ) -> int:
-    """Delete the stored objects among ``uris`` that no row references any more.
+    """Delete the stored objects of ``references`` that no row references any more.
 
     Call it after the transaction that deleted the rows has committed (never
     inside it: a rollback would leave rows pointing at deleted objects).  An
     object whose driver reports a write within ``grace_seconds`` is kept, since
     a concurrent workflow task may be about to commit a row that reuses it.
-    Returns how many objects were deleted; failures are logged and skipped.
+    Only references the engine wrote are followed, and an object is deleted
+    only if its size and SHA-256 still match its reference. Returns how many
+    objects were deleted; failures and refusals are logged and skipped.
     """
     from django.db import connection
 
@@ -295,7 +336,9 @@ def delete_unreferenced(
             "delete_unreferenced() must run after the deleting transaction commits "
             "(call it after the atomic block, or from transaction.on_commit)"
         )
-    candidates = set(uris)
+    candidates = set(references)
+    if any(not isinstance(c, ExternalPayloadReference) for c in candidates):
+        raise TypeError("delete_unreferenced() takes the references references_for_runs() returns")
     policy = external.current()
     if not candidates:
         return 0
@@ -305,18 +348,23 @@ def delete_unreferenced(
             len(candidates),
         )
         return 0
-    candidates -= live_references()
+    live = live_references()
     last_modified = getattr(policy.driver, "last_modified", None)
     now = time.time()
     deleted = 0
-    for uri in sorted(candidates):
+    for reference in sorted(candidates, key=lambda r: r.uri):
+        if reference.uri in live:
+            continue
+        if not external.is_trusted(reference):
+            logger.warning(
+                "external payload %s left in place: not a reference the engine wrote", reference.uri
+            )
+            continue
         try:
-            written = last_modified(uri) if last_modified is not None else None
+            written = last_modified(reference.uri) if last_modified is not None else None
             if written is not None and now - written < grace_seconds:
                 continue
-            external.delete(uri)
+            deleted += external.delete(reference)
         except Exception as exc:
-            logger.warning("could not delete external payload %s: %s", uri, exc)
-            continue
-        deleted += 1
+            logger.warning("external payload %s left in place: %s", reference.uri, exc)
     return deleted

@@ -13,6 +13,16 @@ the UTF-8 text of a JSON blob) through the driver and returns::
 *before* decoding, and fails closed: a missing or altered object raises
 :class:`ExternalPayloadIntegrityError`, never a substitute value.
 
+Only references the engine wrote are followed. Rows also hold JSON a caller
+chose (a memo, labels, signal arguments), and a value there can be shaped like
+a reference; followed, it would read or delete any object of a storage that
+may be shared with the application's files. So ``store`` adds a ``mac`` to
+each reference (HMAC-SHA256 of its fields under the policy's signing key,
+derived from Django's ``SECRET_KEY``), and reading or deleting needs a valid
+mark *and* a key inside the configured prefix; deleting also re-checks the
+object's size and SHA-256. Anything else fails closed as
+``untrusted_external_payload_reference``.
+
 Keys are content addressed (``<prefix><sha256[:2]>/<sha256>``), so writing the
 same payload twice is idempotent and replays that re-encode a command write
 nothing new.  Only verified *bytes* are cached (bounded, keyed by uri, hash,
@@ -26,20 +36,20 @@ Django-storage driver and configures this module from settings at app start.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import hashlib
-import os
-import pathlib
+import hmac
+import json
 import re
-import tempfile
-import threading
-import time
-import urllib.parse
+import secrets
 from collections.abc import Iterator
 from typing import Any, Final, Protocol, runtime_checkable
 
+from durable_workflow.codec.external_cache import VerifiedCache
+from durable_workflow.codec.external_drivers import FilesystemDriver as FilesystemDriver
+from durable_workflow.codec.external_drivers import MemoryDriver as MemoryDriver
+from durable_workflow.codec.external_drivers import check_key
 from durable_workflow.exceptions import DurableWorkflowError, PayloadCodecError
 
 SCHEMA: Final = "durable-workflow.v2.external-payload-reference.v1"
@@ -52,6 +62,7 @@ DEFAULT_PREFIX: Final = "dw-payloads/"
 INTEGRITY: Final = "external_payload_integrity"
 INVALID_REFERENCE: Final = "invalid_external_payload_reference"
 NOT_CONFIGURED: Final = "external_payload_storage_not_configured"
+UNTRUSTED: Final = "untrusted_external_payload_reference"
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -93,7 +104,10 @@ class PayloadStorageDriver(Protocol):
     ``delete(uri)`` removes the object; a missing object is not an error.
 
     Optional: ``last_modified(uri) -> float | None`` (POSIX time of the last
-    ``put``), which lets pruning spare objects written moments ago.
+    ``put``), which lets pruning spare objects written moments ago; and
+    ``key_of(uri) -> str`` (the key a URI names, ``ValueError`` for a URI the
+    driver does not own), which lets the codec refuse references outside the
+    configured prefix. The built-in drivers have both.
     """
 
     def put(self, key: str, data: bytes) -> str: ...
@@ -112,6 +126,13 @@ class ExternalPayloadReference:
     size_bytes: int
     codec: str
     expires_at: str | None = None
+    #: The engine's mark (hex HMAC-SHA256 of the fields above); ``None`` when absent.
+    mac: str | None = None
+
+    def signed_text(self) -> bytes:
+        """What the mark is computed over: the fields, as one unambiguous JSON array."""
+        fields = [SCHEMA, self.uri, self.sha256, self.size_bytes, self.codec, self.expires_at]
+        return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,6 +144,8 @@ class ExternalPayloadReference:
         }
         if self.expires_at is not None:
             out["expires_at"] = self.expires_at
+        if self.mac is not None:
+            out["mac"] = self.mac
         return out
 
     @classmethod
@@ -144,7 +167,12 @@ class ExternalPayloadReference:
             raise _invalid("'codec' must be a non-empty string")
         if expires_at is not None and not isinstance(expires_at, str):
             raise _invalid("'expires_at' must be an ISO-8601 string when present")
-        return cls(uri=uri, sha256=sha256, size_bytes=size, codec=codec, expires_at=expires_at)
+        mac = raw.get("mac")
+        if mac is not None and (not isinstance(mac, str) or not _SHA256.fullmatch(mac)):
+            raise _invalid("'mac' must be 64 lowercase hex digits when present")
+        return cls(
+            uri=uri, sha256=sha256, size_bytes=size, codec=codec, expires_at=expires_at, mac=mac
+        )
 
 
 def _invalid(message: str) -> PayloadCodecError:
@@ -159,14 +187,23 @@ class StoragePolicy:
     """The configured driver, and when new payloads go to it.
 
     ``threshold_bytes`` of 0 stops offloading new payloads while references
-    already in history keep resolving through ``driver``.
+    already in history keep resolving through ``driver``. ``signing_keys``
+    mark the references ``store`` writes (the first) and check the marks of
+    the references read or deleted (any of them, so a key can be rotated). A
+    policy built without keys uses a random key of this process: only this
+    process can then read what it stored (tests, single-process experiments).
     """
 
     driver: PayloadStorageDriver
     threshold_bytes: int = DEFAULT_THRESHOLD_BYTES
     prefix: str = DEFAULT_PREFIX
+    signing_keys: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.signing_keys:
+            object.__setattr__(self, "signing_keys", (_PROCESS_KEY,))
+        if not all(isinstance(key, bytes) and len(key) >= 16 for key in self.signing_keys):
+            raise TypeError("signing_keys must be bytes of at least 16 bytes each")
         if isinstance(self.threshold_bytes, bool) or not isinstance(self.threshold_bytes, int):
             raise TypeError("threshold_bytes must be an int")
         if self.threshold_bytes < 0:
@@ -174,8 +211,36 @@ class StoragePolicy:
         for method in ("put", "get", "delete"):
             if not callable(getattr(self.driver, method, None)):
                 raise TypeError(f"payload storage driver {self.driver!r} has no {method}()")
-        _check_key(self.prefix + "k")
+        check_key(self.prefix + "k")
 
+    def mark(self, reference: ExternalPayloadReference) -> ExternalPayloadReference:
+        mac = hmac.new(self.signing_keys[0], reference.signed_text(), hashlib.sha256)
+        return dataclasses.replace(reference, mac=mac.hexdigest())
+
+    def refusal(self, reference: ExternalPayloadReference) -> str | None:
+        """Why this policy must not follow ``reference``; ``None`` when it may."""
+        if reference.mac is None:
+            return "it carries no mark of this engine"
+        text = reference.signed_text()
+        if not any(
+            hmac.compare_digest(reference.mac, hmac.new(key, text, hashlib.sha256).hexdigest())
+            for key in self.signing_keys
+        ):
+            return "its mark is not this engine's (another SECRET_KEY, or edited)"
+        key_of = getattr(self.driver, "key_of", None)
+        if key_of is None:
+            return None  # the driver cannot say which key a URI names: the mark must do
+        try:
+            key = key_of(reference.uri)
+        except ValueError as exc:
+            return f"the configured storage does not own it ({exc})"
+        if not isinstance(key, str) or not key.startswith(self.prefix):
+            return f"its key {key!r} is outside the prefix {self.prefix!r}"
+        return None
+
+
+#: The signing key of policies configured without one (see ``StoragePolicy``).
+_PROCESS_KEY: Final = secrets.token_bytes(32)
 
 _policy: StoragePolicy | None = None
 
@@ -185,10 +250,15 @@ def configure(
     *,
     threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
     prefix: str = DEFAULT_PREFIX,
+    signing_keys: tuple[bytes, ...] = (),
 ) -> StoragePolicy | None:
     """Install ``driver`` for this process (``None`` turns external storage off)."""
     global _policy
-    policy = None if driver is None else StoragePolicy(driver, threshold_bytes, prefix)
+    policy = (
+        None
+        if driver is None
+        else StoragePolicy(driver, threshold_bytes, prefix, tuple(signing_keys))
+    )
     _policy = policy
     clear_cache()
     return policy
@@ -205,12 +275,15 @@ def using(
     *,
     threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
     prefix: str = DEFAULT_PREFIX,
+    signing_keys: tuple[bytes, ...] = (),
 ) -> Iterator[StoragePolicy | None]:
     """Install a driver for the duration of a block (tests), then restore the previous one."""
     global _policy
     previous = _policy
     try:
-        yield configure(driver, threshold_bytes=threshold_bytes, prefix=prefix)
+        yield configure(
+            driver, threshold_bytes=threshold_bytes, prefix=prefix, signing_keys=signing_keys
+        )
     finally:
         _policy = previous
         clear_cache()
@@ -246,11 +319,12 @@ def store(data: bytes, codec: str) -> ExternalPayloadReference:
         ) from exc
     if not isinstance(uri, str) or not uri:
         raise ExternalPayloadUnavailable(f"payload storage put returned {uri!r}, not a URI")
-    return ExternalPayloadReference(uri=uri, sha256=sha256, size_bytes=len(data), codec=codec)
+    reference = ExternalPayloadReference(uri=uri, sha256=sha256, size_bytes=len(data), codec=codec)
+    return policy.mark(reference)
 
 
-def fetch(reference: ExternalPayloadReference) -> bytes:
-    """The referenced bytes, verified against ``size_bytes`` and ``sha256``."""
+def _policy_for(reference: ExternalPayloadReference) -> StoragePolicy:
+    """The installed policy, if it may follow ``reference`` (else fail closed)."""
     policy = _policy
     if policy is None:
         raise PayloadCodecError(
@@ -258,10 +332,33 @@ def fetch(reference: ExternalPayloadReference) -> bytes:
             f"payload {reference.uri} is stored externally but no payload storage driver "
             "is configured",
         )
+    refusal = policy.refusal(reference)
+    if refusal is not None:
+        raise PayloadCodecError(
+            UNTRUSTED, f"refusing to follow the reference to {reference.uri!r}: {refusal}"
+        )
+    return policy
+
+
+def is_trusted(reference: ExternalPayloadReference) -> bool:
+    """Whether the installed policy may read or delete what ``reference`` names."""
+    return _policy is not None and _policy.refusal(reference) is None
+
+
+def fetch(reference: ExternalPayloadReference) -> bytes:
+    """The referenced bytes, verified against ``size_bytes`` and ``sha256``."""
+    policy = _policy_for(reference)
     cache_key = (reference.uri, reference.sha256, reference.size_bytes, reference.codec)
     cached = _cache.get(cache_key)
     if cached is not None:
         return cached
+    data = _read(policy, reference)
+    verify(reference, data)
+    _cache.put(cache_key, data)
+    return data
+
+
+def _read(policy: StoragePolicy, reference: ExternalPayloadReference) -> bytes:
     try:
         data = policy.driver.get(reference.uri)
     except (FileNotFoundError, KeyError):
@@ -285,8 +382,6 @@ def fetch(reference: ExternalPayloadReference) -> bytes:
             f"driver returned {type(data).__name__} for {reference.uri}, not bytes",
             uri=reference.uri,
         )
-    verify(reference, data)
-    _cache.put(cache_key, data)
     return data
 
 
@@ -307,18 +402,30 @@ def verify(reference: ExternalPayloadReference, data: bytes) -> None:
         )
 
 
-def delete(reference: ExternalPayloadReference | str) -> None:
-    """Delete a stored object through the configured driver (and forget cached bytes)."""
-    uri = reference if isinstance(reference, str) else reference.uri
-    policy = _policy
-    if policy is None:
-        raise PayloadCodecError(NOT_CONFIGURED, "no payload storage driver is configured")
-    _cache.discard(uri)
-    policy.driver.delete(uri)
+def delete(reference: ExternalPayloadReference) -> bool:
+    """Delete the object of a reference the engine wrote, once its bytes check out.
+
+    Returns ``False`` when the object is already gone. Raises like ``fetch``
+    for a reference the engine did not write, or an object whose size or
+    SHA-256 differs (then it is left in place: it is not what the engine wrote).
+    """
+    policy = _policy_for(reference)
+    _cache.discard(reference.uri)
+    try:
+        data = policy.driver.get(reference.uri)
+    except (FileNotFoundError, KeyError):
+        return False
+    verify(reference, bytes(data))
+    policy.driver.delete(reference.uri)
+    return True
 
 
 def references(value: Any) -> Iterator[ExternalPayloadReference]:
-    """Every well-formed reference inside a JSON value (rows, history payloads, exports)."""
+    """Every well-formed reference inside a JSON value (rows, history payloads, exports).
+
+    Marked or not: callers that follow them must check ``is_trusted`` (``fetch``
+    and ``delete`` do). Pruning keeps any object a remaining row names this way.
+    """
     stack = [value]
     while stack:
         item = stack.pop()
@@ -337,170 +444,9 @@ def references(value: Any) -> Iterator[ExternalPayloadReference]:
 
 # ------------------------------------------------------- verified-bytes cache
 
-
-class _VerifiedCache:
-    """Bounded LRU of verified bytes (entry count and total byte ceiling)."""
-
-    def __init__(self, max_entries: int = 64, max_bytes: int = 64 * 1024 * 1024):
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._items: collections.OrderedDict[tuple[str, str, int, str], bytes] = (
-            collections.OrderedDict()
-        )
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, int, str]) -> bytes | None:
-        with self._lock:
-            data = self._items.get(key)
-            if data is not None:
-                self._items.move_to_end(key)
-            return data
-
-    def put(self, key: tuple[str, str, int, str], data: bytes) -> None:
-        if len(data) > self.max_bytes or self.max_entries <= 0:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old)
-            self._items[key] = data
-            self._bytes += len(data)
-            while len(self._items) > self.max_entries or self._bytes > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= len(evicted)
-
-    def discard(self, uri: str) -> None:
-        with self._lock:
-            for key in [k for k in self._items if k[0] == uri]:
-                self._bytes -= len(self._items.pop(key))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-_cache = _VerifiedCache()
+_cache = VerifiedCache()
 
 
 def clear_cache() -> None:
     """Forget verified bytes (the next decode fetches and verifies again)."""
     _cache.clear()
-
-
-# ------------------------------------------------------------------- drivers
-
-
-def _check_key(key: str) -> None:
-    parts = key.split("/")
-    if (
-        not key
-        or key.startswith("/")
-        or "\\" in key
-        or "\x00" in key
-        or any(part in ("", ".", "..") for part in parts)
-    ):
-        raise ValueError(f"invalid payload storage key or prefix {key!r}")
-
-
-class FilesystemDriver:
-    """``file://`` objects under a root directory shared by every worker.
-
-    Writes go to a temporary file renamed into place, so a reader never sees a
-    partial object.  URIs outside ``root`` (after resolving symlinks) are refused.
-    """
-
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = pathlib.Path(root).expanduser().resolve()
-
-    def __repr__(self) -> str:
-        return f"FilesystemDriver({str(self.root)!r})"
-
-    def _path(self, uri: str) -> pathlib.Path:
-        parts = urllib.parse.urlsplit(uri)
-        if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-            raise ValueError(f"{uri!r} is not a local file:// URI")
-        path = pathlib.Path(urllib.parse.unquote(parts.path)).resolve()
-        if not path.is_relative_to(self.root) or path == self.root:
-            raise ValueError(f"{uri!r} is outside {self.root}")
-        return path
-
-    def put(self, key: str, data: bytes) -> str:
-        _check_key(key)
-        path = self.root / key
-        if path.is_file() and path.stat().st_size == len(data):
-            os.utime(path)  # same key, same bytes: only mark it as written now
-            return path.as_uri()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        return path.as_uri()
-
-    def get(self, uri: str) -> bytes:
-        return self._path(uri).read_bytes()
-
-    def delete(self, uri: str) -> None:
-        self._path(uri).unlink(missing_ok=True)
-
-    def last_modified(self, uri: str) -> float | None:
-        try:
-            return self._path(uri).stat().st_mtime
-        except FileNotFoundError:
-            return None
-
-
-class MemoryDriver:
-    """``memory://<name>/<key>`` objects in a dict: tests and single-process experiments."""
-
-    def __init__(self, name: str = "default"):
-        self.name = name
-        self.objects: dict[str, bytes] = {}
-        self.written: dict[str, float] = {}
-        self.puts = 0
-
-    def __repr__(self) -> str:
-        return f"MemoryDriver({self.name!r})"
-
-    def uri(self, key: str) -> str:
-        return f"memory://{self.name}/{key}"
-
-    def key(self, uri: str) -> str:
-        base = f"memory://{self.name}/"
-        if not uri.startswith(base):
-            raise ValueError(f"{uri!r} does not belong to {self!r}")
-        return uri[len(base) :]
-
-    def put(self, key: str, data: bytes) -> str:
-        _check_key(key)
-        self.puts += 1
-        self.objects.setdefault(key, bytes(data))
-        self.written[key] = time.time()
-        return self.uri(key)
-
-    def get(self, uri: str) -> bytes:
-        key = self.key(uri)
-        try:
-            return self.objects[key]
-        except KeyError:
-            raise FileNotFoundError(uri) from None
-
-    def delete(self, uri: str) -> None:
-        key = self.key(uri)
-        self.objects.pop(key, None)
-        self.written.pop(key, None)
-
-    def last_modified(self, uri: str) -> float | None:
-        return self.written.get(self.key(uri))

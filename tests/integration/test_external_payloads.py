@@ -328,13 +328,14 @@ def test_pruning_deletes_only_objects_no_remaining_row_references(inline):
     solo_result = ref(ActivityExecution.objects.get(run_id=solo_run.id).result)["uri"]
     assert not envelope.is_external(solo_run.arguments)  # small payloads stay inline
 
-    uris = references_for_runs([old_run.id, solo_run.id])
+    found = references_for_runs([old_run.id, solo_run.id])
+    uris = {reference.uri for reference in found}
     assert solo_output in uris and ref(old_run.arguments)["uri"] in uris
     with transaction.atomic(), pytest.raises(RuntimeError, match="after"):
-        delete_unreferenced(uris)
+        delete_unreferenced(found)
     delete_runs([old_run.id, solo_run.id])
-    assert delete_unreferenced(uris) == 0  # written moments ago: inside the grace period
-    assert delete_unreferenced(uris, grace_seconds=0) == 2
+    assert delete_unreferenced(found) == 0  # written moments ago: inside the grace period
+    assert delete_unreferenced(found, grace_seconds=0) == 2
     remaining = {driver.uri(key) for key in driver.objects}
     assert len(remaining) == 4
     assert solo_output not in remaining and solo_result not in remaining

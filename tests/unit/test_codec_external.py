@@ -124,13 +124,19 @@ def test_a_large_payload_becomes_a_reference_to_its_frame(memory: MemoryDriver) 
     assert env["codec"] == "avro"
     frame = avro.encode_frame(BIG)
     sha = hashlib.sha256(frame).hexdigest()
-    assert env["external_storage"] == {
+    fields = {
         "schema": "durable-workflow.v2.external-payload-reference.v1",
         "uri": f"memory://unit/p/{sha[:2]}/{sha}",
         "sha256": sha,
         "size_bytes": len(frame),
         "codec": "avro",
     }
+    mac = env["external_storage"].pop("mac")
+    assert env["external_storage"] == fields
+    policy = external.current()
+    assert policy is not None
+    assert mac == policy.mark(ExternalPayloadReference.from_dict(fields)).mac
+    env["external_storage"]["mac"] = mac
     assert memory.objects[f"p/{sha[:2]}/{sha}"] == frame
     assert envelope.decode(env) == BIG
     assert envelope.decode(env, expected_codec="avro") == BIG
@@ -258,8 +264,14 @@ def test_a_uri_the_driver_does_not_own_is_refused(memory: MemoryDriver) -> None:
     foreign = {**env["external_storage"], "uri": "memory://other/" + stored_key(env)}
     assert (
         reason(envelope.decode, {"codec": "avro", "external_storage": foreign})
-        == "invalid_external_payload_reference"
+        == "untrusted_external_payload_reference"
     )
+    policy = external.current()
+    assert policy is not None
+    marked = policy.mark(ExternalPayloadReference.from_dict(foreign)).to_dict()
+    with pytest.raises(PayloadCodecError, match="does not own") as refused:
+        envelope.decode({"codec": "avro", "external_storage": marked})
+    assert refused.value.reason == "untrusted_external_payload_reference"
 
 
 class Broken:
@@ -322,7 +334,9 @@ def test_failed_verification_caches_nothing(memory: MemoryDriver) -> None:
 
 
 def test_cache_is_bounded_by_entries_and_bytes() -> None:
-    cache = external._VerifiedCache(max_entries=2, max_bytes=10)
+    from durable_workflow.codec.external_cache import VerifiedCache
+
+    cache = VerifiedCache(max_entries=2, max_bytes=10)
     cache.put(("a", "", 4, "avro"), b"aaaa")
     cache.put(("b", "", 4, "avro"), b"bbbb")
     cache.put(("c", "", 4, "avro"), b"cccc")
@@ -338,7 +352,7 @@ def test_cache_is_bounded_by_entries_and_bytes() -> None:
 def test_delete_forgets_cached_bytes(memory: MemoryDriver) -> None:
     env = envelope.encode(BIG)
     assert envelope.decode(env) == BIG
-    external.delete(env["external_storage"]["uri"])
+    assert external.delete(ExternalPayloadReference.from_dict(env["external_storage"]))
     assert memory.objects == {}
     with pytest.raises(ExternalPayloadIntegrityError, match="missing"):
         envelope.decode(env)

@@ -1,4 +1,4 @@
-"""Identifier helpers: time-ordered UUIDs and instance-id validation."""
+"""Identifier helpers: time-ordered UUIDs, instance-id validation, ids as file names."""
 
 from __future__ import annotations
 
@@ -40,3 +40,25 @@ def validate_instance_id(instance_id: object) -> str:
             "'.', '_', '-' and ':'"
         )
     return instance_id
+
+
+def instance_file_name(instance_id: str) -> str:
+    """A file or directory name for a valid instance id, safe on any file system.
+
+    The id alphabet allows ``.``, ``..``, names starting with ``.`` or ``-``
+    and ``:``, none of which should reach a path as they are. The mapping is
+    reversible (``instance_id_from_file_name``) and never longer than the id:
+    ``:`` becomes ``+``, and a leading ``.`` or ``-`` gets a ``=`` in front
+    (neither ``+`` nor ``=`` can occur in an id). An invalid id raises
+    ``InvalidInstanceIdError`` rather than become a path.
+    """
+    validate_instance_id(instance_id)
+    name = instance_id.replace(":", "+")
+    return "=" + name if name[0] in ".-" else name
+
+
+def instance_id_from_file_name(name: str) -> str:
+    """The instance id ``instance_file_name`` made ``name`` from."""
+    if name.startswith("="):
+        name = name[1:]
+    return validate_instance_id(name.replace("+", ":"))

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from durable_workflow import clock
+from durable_workflow.ids import instance_file_name
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityAttempt,
@@ -163,9 +164,17 @@ class PruneReport:
 
 
 def export_run(run: WorkflowRun, directory: pathlib.Path) -> pathlib.Path:
+    """Write the run's bundle to ``<directory>/<instance file name>/run-<n>-<run id>.json``.
+
+    The instance id goes through ``instance_file_name`` (``.`` and ``..`` are
+    valid ids); a directory that resolves elsewhere (a symlink) is refused.
+    """
     bundle = build_bundle(run.instance_id, run_id=str(run.id))
-    target = directory / run.instance_id / f"run-{run.run_number}-{run.id}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder = directory / instance_file_name(run.instance_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not folder.resolve().is_relative_to(directory.resolve()):
+        raise ValueError(f"{folder} resolves outside {directory}")
+    target = folder / f"run-{run.run_number}-{run.id}.json"
     target.write_text(json.dumps(bundle, ensure_ascii=False), encoding="utf-8")
     return target
 

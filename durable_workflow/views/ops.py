@@ -13,6 +13,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import View
 
+from durable_workflow.ids import instance_file_name
 from durable_workflow.operations.export import ExportError, build_bundle
 from durable_workflow.operations.health import health
 from durable_workflow.operations.metrics import operator_metrics
@@ -66,6 +67,6 @@ class HistoryExportView(OperatorJsonView):
         except ExportError as exc:
             return _error(404, "not_found", str(exc))
         response = _json(bundle)
-        name = f"{instance_id}-{bundle['selected_run']['run_id']}.json"
+        name = f"{instance_file_name(instance_id)}-{bundle['selected_run']['run_id']}.json"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

@@ -128,3 +128,56 @@ def test_status_filter_and_nothing_to_do(aged):
     assert "pruned 0 run(s)" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("workflow_prune", "--older-than", "later")
+
+
+HOSTILE_IDS = [".", "..", "...", ".hidden", "-rf", "tenant:42:order", "a" * 191, ":" * 191]
+
+
+def test_export_files_stay_inside_the_directory_whatever_the_id(inline, tmp_path):
+    """Issue 18, item 5: the ids '.' and '..' are valid, and once became '<dir>/..'."""
+    from durable_workflow.ids import instance_id_from_file_name
+
+    for instance_id in HOSTILE_IDS:
+        start("tests.sequential", instance_id, "ada")
+    inline.run()
+    clock.advance(dt.timedelta(days=40))
+    export = tmp_path / "exports"
+    call_command(
+        "workflow_prune", "--older-than", "30d", "--export-dir", str(export), stdout=io.StringIO()
+    )
+    written = sorted(tmp_path.rglob("*.json"))
+    assert len(written) == len(HOSTILE_IDS)
+    exported = {}
+    for path in written:
+        assert path.resolve().is_relative_to(export.resolve()), path
+        assert path.parent.parent == export  # one directory per instance, nothing deeper
+        bundle = json.loads(path.read_text())
+        exported[instance_id_from_file_name(path.parent.name)] = bundle["workflow"]["instance_id"]
+    assert exported == {instance_id: instance_id for instance_id in HOSTILE_IDS}
+    assert not WorkflowRun.objects.exists()
+
+
+def test_an_instance_directory_that_leads_elsewhere_is_not_written(inline, tmp_path):
+    start("tests.sequential", "linked", "ada")
+    inline.run()
+    clock.advance(dt.timedelta(days=40))
+    export, elsewhere = tmp_path / "exports", tmp_path / "elsewhere"
+    export.mkdir()
+    elsewhere.mkdir()
+    (export / "linked").symlink_to(elsewhere, target_is_directory=True)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 run"):
+        call_command(
+            "workflow_prune",
+            "--older-than",
+            "30d",
+            "--export-dir",
+            str(export),
+            "--json",
+            stdout=out,
+        )
+    report = json.loads(out.getvalue())
+    assert report["pruned_runs"] == 0
+    assert "resolves outside" in report["skipped"][0]["reason"]
+    assert list(elsewhere.iterdir()) == []
+    assert WorkflowRun.objects.filter(instance_id="linked").exists()

@@ -67,7 +67,7 @@ class WorkflowStub(StubTestKit):
     @classmethod
     def load(cls, instance_id: str) -> WorkflowStub:
         """A stub for an existing instance that follows its newest run."""
-        instance = runs.get_instance(instance_id)
+        instance = runs.get_instance(validate_instance_id(instance_id))
         if instance is None:
             raise WorkflowNotFoundError(f"no workflow instance {instance_id!r}")
         return cls(instance_id, instance.workflow_type, run=runs.current_run(instance_id))

@@ -21,6 +21,19 @@ class InvalidInstanceIdError(DurableWorkflowError, ValueError):
     """An instance id is not a URL-safe string of at most 191 characters."""
 
 
+class InvalidValueError(DurableWorkflowError, ValueError):
+    """A caller passed a name or value the engine will not store (empty or too long, a
+    NUL byte, a lone surrogate, a control character, not JSON data); nothing was written.
+
+    ``field`` names the argument, ``reason`` says what is wrong with it.
+    """
+
+    def __init__(self, message: str, *, field: str = "", reason: str = "") -> None:
+        self.field = field
+        self.reason = reason or message
+        super().__init__(message)
+
+
 class InvalidDurationError(DurableWorkflowError, ValueError):
     """A timer or timeout duration could not be understood."""
 

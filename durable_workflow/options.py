@@ -94,17 +94,12 @@ class StartOptions:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise ConfigurationError(f"Workflow {label} timeout must be at least 1 second.")
-        from durable_workflow.authoring.visibility import check_memo, check_search_attributes
+        from durable_workflow.authoring import visibility
 
-        check_memo(self.memo)
-        check_search_attributes(self.search_attributes)
-        for key, value in self.labels.items():
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise ConfigurationError("labels must map strings to strings")
-        if self.business_key is not None and (
-            not isinstance(self.business_key, str) or len(self.business_key) > 255
-        ):
-            raise ConfigurationError("business_key must be a string of at most 255 characters")
+        visibility.check_memo(self.memo)
+        visibility.check_search_attributes(self.search_attributes)
+        visibility.check_labels(self.labels)
+        visibility.check_business_key(self.business_key)
 
     @classmethod
     def reject_duplicate(cls) -> StartOptions:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from durable_workflow import text
+
 F = Callable[..., Any]
 
 
@@ -93,6 +95,15 @@ def collect(cls: type) -> None:
             raise ConfigurationError(f"{cls.__name__}.signals entries must be names or dicts")
     for name in handlers:
         contracts.setdefault(name, None)
+    for kind, names in (
+        ("query", queries),
+        ("update", updates),
+        ("signal", contracts),
+    ):
+        for name in names:
+            reason = text.problem(name, max_length=text.NAME_MAX)
+            if reason is not None:
+                raise ConfigurationError(f"{cls.__name__}: the {kind} name {name!r} {reason}")
     cls._dw_queries = queries  # type: ignore[attr-defined]
     cls._dw_updates = updates  # type: ignore[attr-defined]
     cls._dw_signal_handlers = handlers  # type: ignore[attr-defined]

@@ -5,10 +5,29 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from durable_workflow import text
+from durable_workflow.ids import validate_instance_id
+
 if TYPE_CHECKING:
     from durable_workflow.engine.runtime import WorkflowRuntime
 
 DEFAULT_STREAM = "default"
+
+
+def check_message(stream_key: str, message: dict[str, Any]) -> None:
+    """Refuse, before anything is written, a stream key or message field no column takes."""
+    text.check(stream_key, field="stream key", max_length=128)
+    for field, limit in (("correlation_id", 191), ("idempotency_key", 191)):
+        if message.get(field) is not None:
+            text.check(message[field], field=field, max_length=limit, allow_empty=True)
+    if message.get("payload_reference") is not None:
+        text.check(
+            message["payload_reference"],
+            field="payload_reference",
+            max_length=4096,
+            allow_empty=True,
+        )
+    text.check_json(message.get("metadata") or {}, field="metadata")
 
 
 class MessageStream:
@@ -20,8 +39,7 @@ class MessageStream:
     """
 
     def __init__(self, runtime: WorkflowRuntime, key: str) -> None:
-        if not isinstance(key, str) or not key or len(key) > 128:
-            raise ValueError("a stream key must be a string of 1 to 128 characters")
+        text.check(key, field="stream key", max_length=128)
         self._runtime = runtime
         self._key = key
 
@@ -65,15 +83,15 @@ class MessageStream:
         expires_at: dt.datetime | None = None,
     ) -> str:
         """Send a message to ``target_instance_id``'s stream; returns its idempotency key."""
-        return self._runtime.stream_send(
-            self._key,
-            {
-                "target_instance_id": target_instance_id,
-                "payload_reference": payload_reference,
-                "channel": channel,
-                "correlation_id": correlation_id,
-                "idempotency_key": idempotency_key,
-                "metadata": metadata or {},
-                "expires_at": expires_at.isoformat() if expires_at else None,
-            },
-        )
+        message = {
+            "target_instance_id": target_instance_id,
+            "payload_reference": payload_reference,
+            "channel": channel,
+            "correlation_id": correlation_id,
+            "idempotency_key": idempotency_key,
+            "metadata": metadata or {},
+            "expires_at": expires_at.isoformat() if expires_at else None,
+        }
+        validate_instance_id(target_instance_id)
+        check_message(self._key, message)
+        return self._runtime.stream_send(self._key, message)

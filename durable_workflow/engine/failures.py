@@ -13,6 +13,7 @@ from typing import Any
 
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.exceptions import ActivityFailed, NonRetryableError
+from durable_workflow.text import storable, text_of
 
 _combined_cache: dict[tuple[type, type], type] = {}
 
@@ -22,12 +23,13 @@ def class_path(cls: type) -> str:
 
 
 def describe(exc: BaseException, *, category: str = "application") -> FailureInfo:
+    """The exception as durable fields, every text storable (escaped, never dropped)."""
     cls = type(exc)
     return FailureInfo(
-        exception_type=getattr(cls, "type_key", None) or class_path(cls),
-        exception_class=class_path(cls),
-        message=str(exc),
-        traceback="".join(tb.format_exception(exc)),
+        exception_type=text_of(getattr(cls, "type_key", None) or class_path(cls)),
+        exception_class=storable(class_path(cls)),
+        message=text_of(exc),
+        traceback=storable("".join(tb.format_exception(exc))),
         category=category,
         non_retryable=isinstance(exc, NonRetryableError),
     )

@@ -66,6 +66,7 @@ from durable_workflow.exceptions import (
     QueryCommandError,
     WorkflowCancelled,
 )
+from durable_workflow.text import text_of
 
 Signature = tuple[str, str | None]
 
@@ -376,8 +377,10 @@ class WorkflowRuntime(
                 ("handled", step),
                 RecordFailureHandled(
                     step=step,
-                    exception_type=getattr(exc, "exception_type", "") or type(exc).__name__,
-                    message=str(exc),
+                    exception_type=text_of(
+                        getattr(exc, "exception_type", "") or type(exc).__name__
+                    ),
+                    message=text_of(exc),
                 ),
             )
 

@@ -23,6 +23,7 @@ import hashlib
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from durable_workflow import text
 from durable_workflow.engine.commands import RecordVersionMarker
 from durable_workflow.exceptions import NonDeterminismError, VersionNotSupported
 
@@ -55,6 +56,7 @@ class VersionsMixin:
     ) -> int:
         if not isinstance(change_id, str) or not change_id.strip():
             raise ValueError("a version change id must be a non-empty string")
+        text.check(change_id, field="version change id", max_length=text.NAME_MAX)
         if min_supported > max_supported:
             raise ValueError("min_supported cannot be greater than max_supported")
         recorded = self._versions.get(change_id)

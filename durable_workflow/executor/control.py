@@ -23,6 +23,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import commands, runs, tasks
 from durable_workflow.store.records import RunRecord
+from durable_workflow.text import check_reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +44,7 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
     whose lease had expired, handed out again), ``resent_tasks`` (ready tasks whose
     message went again, those included) and ``recreated_workflow_task``.
     """
+    check_reason(reason)
     now = clock.now()
     with transaction.atomic():
         current = runs.current_run(instance_id)
@@ -137,6 +139,7 @@ def _close_command(
 ) -> CloseOutcome:
     from durable_workflow.executor.intake import resolve_target
 
+    check_reason(reason)
     now = clock.now()
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)

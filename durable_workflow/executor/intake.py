@@ -24,6 +24,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import commands, messages, runs
 from durable_workflow.store.records import RunRecord
+from durable_workflow.text import check_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +115,7 @@ def send_signal(
     source: str = "client",
     metadata: dict[str, Any] | None = None,
 ) -> SignalOutcome:
+    check_name(name, field="signal name")
     now = clock.now()
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)
@@ -223,6 +225,7 @@ def signal_with_start(
     from durable_workflow.executor.start import start_workflow
     from durable_workflow.options import DuplicateStartPolicy
 
+    check_name(signal_name, field="signal name")
     group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "signal_with_start"}
     now = clock.now()
     with transaction.atomic():

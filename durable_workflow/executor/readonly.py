@@ -16,6 +16,7 @@ from durable_workflow.exceptions import QueryFailedError, UnknownTypeError
 from durable_workflow.executor.common import orm_guard
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
+from durable_workflow.text import check_name, text_of
 
 
 def replay_committed(run: RunRecord) -> WorkflowRuntime:
@@ -57,7 +58,7 @@ def call_on_replayed(run: RunRecord, call: Callable[[Any], Any]) -> Any:
         try:
             return runtime.query(lambda: call(runtime.instance), [])
         except Exception as exc:
-            raise CallFailed(str(exc)) from exc
+            raise CallFailed(text_of(exc)) from exc
         finally:
             runtime.dispose()
 
@@ -78,6 +79,7 @@ def query_method(run: RunRecord, name: str) -> tuple[str, str]:
 
 def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
     """Answer a query against committed history; returns (durable name, result)."""
+    check_name(name, field="query name")
     try:
         public, attr = query_method(run, name)
     except UnknownTypeError:
@@ -97,5 +99,5 @@ def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
     except CallFailed as exc:
         cause = exc.__cause__
         raise QueryFailedError(
-            "query_rejected", f"query [{public}] failed: {type(cause).__name__}: {cause}"
+            "query_rejected", f"query [{public}] failed: {type(cause).__name__}: {text_of(cause)}"
         ) from cause

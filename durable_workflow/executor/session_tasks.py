@@ -80,13 +80,14 @@ def _fail_for_good(
         "activity",
         reason=result["reason"],
     )
-    tasks.settle(task.id, TaskStatus.FAILED, now=now, error=str(error))
+    info = describe(error, category=FailureCategory.ACTIVITY)
+    tasks.settle(task.id, TaskStatus.FAILED, now=now, error=info.message)
     event = record_final_failure(
         run,
         execution,
         attempt_id=None,
         attempt_number=execution.attempt_count,
-        info=describe(error, category=FailureCategory.ACTIVITY),
+        info=info,
         non_retryable=True,
         now=now,
     )

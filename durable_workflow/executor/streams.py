@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow import clock
+from durable_workflow.authoring.streams import check_message
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor.common import wake_for_news
@@ -72,6 +73,8 @@ def deliver_pending(run: RunRecord) -> list[Event]:
 def external_send(instance_id: str, stream_key: str, message: dict[str, Any]) -> dict[str, Any]:
     """Send from application code (not from a workflow)."""
     from django.db import transaction
+
+    check_message(stream_key, message)
 
     with transaction.atomic():
         return send(

@@ -19,6 +19,7 @@ from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.store import commands, messages, runs
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
+from durable_workflow.text import check_name, text_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +83,7 @@ def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | 
         return Rejection(
             "rejected_invalid_arguments",
             "validation_failed",
-            {"validation_errors": {"update": [str(cause) or type(cause).__name__]}},
+            {"validation_errors": {"update": [text_of(cause) or type(cause).__name__]}},
         )
     return None
 
@@ -96,6 +97,7 @@ def submit_update(
     run_id: str | uuid.UUID | None = None,
     source: str = "client",
 ) -> UpdateOutcome:
+    check_name(name, field="update name")
     now = clock.now()
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)

@@ -406,6 +406,7 @@ def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:
 def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: dt.datetime) -> None:
     """Leave the run untouched; keep the reason on the task and a failure row."""
     info = describe(exc, category=FailureCategory.TASK_FAILURE)
+    error = f"{info.exception_type}: {info.message}"
     commands.record_failure_of(
         info,
         run_id=run.id,
@@ -415,5 +416,5 @@ def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: d
         details={},
         now=now,
     )
-    tasks.settle(task_id, TaskStatus.FAILED, now=now, error=f"{type(exc).__name__}: {exc}")
-    logger.error("workflow task %s of run %s failed: %s", task_id, run.id, exc)
+    tasks.settle(task_id, TaskStatus.FAILED, now=now, error=error)
+    logger.error("workflow task %s of run %s failed: %s", task_id, run.id, error)

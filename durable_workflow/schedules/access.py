@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from django.db import transaction
 
-from durable_workflow import clock
+from durable_workflow import clock, text
 from durable_workflow.conf import get_settings
 from durable_workflow.schedules import store
 from durable_workflow.schedules.errors import ScheduleDeletedError, ScheduleNotFoundError
@@ -29,6 +29,8 @@ def load(schedule: ScheduleRef, namespace: str | None = None) -> ScheduleRecord:
         record = store.get(schedule.id)
     elif isinstance(schedule, ScheduleDescription):
         record = store.get(uuid.UUID(schedule.schedule_ulid))
+    elif text.problem(schedule, max_length=128) is not None:
+        record = None  # no schedule id holds it: nothing to ask the database
     else:
         record = store.find(namespace or default_namespace(), schedule)
     if record is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from durable_workflow import clock
+from durable_workflow import clock, text
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, store, ticker
 from durable_workflow.schedules.access import (
@@ -36,7 +36,12 @@ from durable_workflow.schedules.policies import (
 )
 from durable_workflow.schedules.records import ScheduleDescription, ScheduleEvent, ScheduleRecord
 from durable_workflow.schedules.specs import ScheduleSpec
-from durable_workflow.schedules.updates import apply_changes, require_count, require_policy
+from durable_workflow.schedules.updates import (
+    apply_changes,
+    plain_fields,
+    require_count,
+    require_policy,
+)
 
 _SCHEDULE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
@@ -133,12 +138,16 @@ class ScheduleManager:
             if max_runs is None
             else require_count("max_runs", max_runs, minimum=1),
             "remaining_actions": max_runs,
-            "connection": connection,
-            "queue": queue,
-            "labels": dict(labels or {}),
-            "memo": dict(memo or {}),
-            "search_attributes": dict(search_attributes or {}),
-            "notes": notes,
+            **plain_fields(
+                {
+                    "connection": connection,
+                    "queue": queue,
+                    "labels": labels,
+                    "memo": memo,
+                    "search_attributes": search_attributes,
+                    "notes": notes,
+                }
+            ),
         }
         with transaction.atomic():
             record = store.insert_schedule(now=now, **values)
@@ -169,6 +178,7 @@ class ScheduleManager:
         context: CommandContext | None = None,
     ) -> ScheduleDescription:
         """Stop firing (a no-op on a paused schedule)."""
+        text.check_reason(reason)
         with locked(schedule, namespace) as (record, now):
             refuse_deleted(record, "paused")
             if record.status == ScheduleStatus.ACTIVE:
@@ -237,6 +247,7 @@ class ScheduleManager:
         context: CommandContext | None = None,
     ) -> ScheduleDescription:
         """Soft-delete: the row stays with status ``deleted``, its audit stream stays too."""
+        text.check_reason(reason)
         with locked(schedule, namespace) as (record, now):
             refuse_deleted(record, "deleted")
             firing.retire(record, reason or DELETE_REASON_EXPLICIT, now, context)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_workflow import text
+from durable_workflow.authoring import visibility
+from durable_workflow.exceptions import InvalidValueError
 from durable_workflow.models.schedules import ScheduleOverlapPolicy
 from durable_workflow.schedules.actions import build_action
 from durable_workflow.schedules.errors import InvalidScheduleError
@@ -53,18 +56,38 @@ def apply_changes(record: ScheduleRecord, changes: dict[str, Any]) -> tuple[list
         value = changes["max_runs"]
         edits["max_runs"] = None if value is None else require_count("max_runs", value, minimum=1)
         edits["remaining_actions"] = edits["max_runs"]
-    for name in _PLAIN:
-        if name in changes:
-            value = changes[name]
-            edits[name] = (
-                dict(value or {}) if name in ("labels", "memo", "search_attributes") else value
-            )
+    edits.update(plain_fields({name: changes[name] for name in _PLAIN if name in changes}))
     changed = sorted(name for name, value in edits.items() if getattr(record, name) != value)
     if "arguments" in changed:  # an envelope differs whenever its input does
         changed = sorted({*changed, "input"} - {"arguments"})
     record.set(**edits)
     reschedule = "spec" in edits or "jitter_seconds" in edits
     return changed, reschedule
+
+
+def plain_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """Labels, memo, search attributes, routing and notes, checked as a start would check
+    them (a schedule must not store what its first fire could not use)."""
+    checked: dict[str, Any] = {}
+    try:
+        for name, value in values.items():
+            if name in _MAPS:
+                checked[name] = _MAP_CHECKS[name](dict(value or {}))
+            elif value is None:
+                checked[name] = None
+            else:
+                limit = text.REASON_MAX if name == "notes" else text.NAME_MAX
+                checked[name] = text.check(value, field=name, max_length=limit, allow_empty=True)
+    except InvalidValueError as exc:
+        raise InvalidScheduleError(str(exc)) from None
+    return checked
+
+
+_MAP_CHECKS = {
+    "labels": visibility.check_labels,
+    "memo": visibility.check_memo,
+    "search_attributes": visibility.check_search_attributes,
+}
 
 
 def _new_spec(record: ScheduleRecord, changes: dict[str, Any]) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ PUBLIC_API = {
     "DurableWorkflowError",
     "InvalidDurationError",
     "InvalidInstanceIdError",
+    "InvalidValueError",
     "NonDeterminismError",
     "NonRetryableError",
     "NotInActivityError",

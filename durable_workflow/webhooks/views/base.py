@@ -24,6 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from durable_workflow.exceptions import (
     InvalidInstanceIdError,
+    InvalidValueError,
     PayloadCodecError,
     StructuralLimitExceeded,
     WorkflowNotFoundError,
@@ -93,7 +94,7 @@ class WebhookView(View):
             return self.invalid(exc)
         except WorkflowNotFoundError as exc:
             return responses.not_found("instance_not_found", str(exc))
-        except (PayloadCodecError, StructuralLimitExceeded) as exc:
+        except (PayloadCodecError, StructuralLimitExceeded, InvalidValueError) as exc:
             return responses.error(422, "invalid_payload", str(exc)[:500])
 
     @staticmethod

@@ -1,0 +1,88 @@
+"""Workflows and activities that raise hostile or unprintable errors (issue 18)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import durable_workflow as dw
+from durable_workflow import Activity, ActivityOptions, Workflow
+from tests.testapp.models import Invocation
+
+#: Error texts a database refuses as they are: a NUL byte (PostgreSQL text and JSON) and
+#: a lone surrogate (not encodable as UTF-8 at all).
+HOSTILE = {"nul": "card\x00declined", "surrogate": "card \udcff declined"}
+
+
+class Unprintable(Exception):
+    """An exception whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("str() of this exception fails")
+
+
+def hostile_error(mode: str) -> Exception:
+    if mode == "unprintable":
+        return Unprintable()
+    return ValueError(HOSTILE[mode])
+
+
+class RaiseHostile(Activity):
+    type_key = "tests.raise-hostile"
+
+    def backoff(self) -> list[int]:
+        return [0]
+
+    def handle(self, mode: str) -> None:
+        Invocation.objects.create(name="hostile", key=self.activity_id())
+        raise hostile_error(mode)
+
+
+class HostileActivity(Workflow):
+    type_key = "tests.hostile-activity"
+
+    def handle(self, mode: str, tries: int = 2) -> Any:
+        return dw.activity(RaiseHostile, ActivityOptions(max_attempts=tries), mode)
+
+
+class HostileBody(Workflow):
+    """Fails with a hostile error: a business failure (declared below) or caught first."""
+
+    type_key = "tests.hostile-body"
+    failure_exception_types = [ValueError, Unprintable]
+
+    def handle(self, mode: str) -> Any:
+        if mode.startswith("caught-"):
+            try:
+                dw.activity(RaiseHostile, ActivityOptions(max_attempts=1), mode[7:])
+            except dw.ActivityFailed:
+                return "caught"
+        raise hostile_error(mode)
+
+
+class HostileUpdates(Workflow):
+    """An update whose validator raises a hostile error, and one whose handler does."""
+
+    type_key = "tests.hostile-updates"
+
+    def __init__(self) -> None:
+        self.done = False
+
+    @dw.update("check")
+    def check(self, mode: str) -> str:
+        return mode
+
+    @check.validator
+    def _refuse(self, mode: str) -> None:
+        raise hostile_error(mode)
+
+    @dw.update("poke")
+    def poke(self, mode: str) -> None:
+        raise hostile_error(mode)
+
+    @dw.update("finish")
+    def finish(self) -> None:
+        self.done = True
+
+    def handle(self) -> str:
+        dw.wait(lambda: self.done)
+        return "done"

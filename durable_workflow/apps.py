@@ -10,10 +10,11 @@ class DurableWorkflowConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from durable_workflow import checks  # noqa: F401  (registers system checks)
+        from durable_workflow import checks, exception_aliases  # noqa: F401  (checks register)
         from durable_workflow.payload_storage import configure_from_settings
 
         configure_from_settings()  # external payload storage driver, if settings name one
+        exception_aliases.configure_from_settings()  # EXCEPTION_TYPES, EXCEPTION_CLASS_ALIASES
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")

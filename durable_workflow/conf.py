@@ -105,6 +105,13 @@ class Settings:
     #: Overrides for structural limits (0 disables a check); see ``limit()``.
     STRUCTURAL_LIMITS: dict[str, int] = dataclasses.field(default_factory=dict)
 
+    # --- Exception aliases (durable_workflow.exception_aliases; read at app start) ---
+    #: Durable type keys of exception classes -> their dotted paths: a failure of such a
+    #: class is recorded under the key, and replays as the class the key names now.
+    EXCEPTION_TYPES: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Old dotted paths of exception classes that moved -> their dotted paths now.
+    EXCEPTION_CLASS_ALIASES: dict[str, str] = dataclasses.field(default_factory=dict)
+
     # --- External payload storage (durable_workflow.payload_storage; read once at app start) ---
     #: Dotted path to a driver class or factory; ``None`` keeps every payload inline.
     PAYLOAD_STORAGE: str | None = None

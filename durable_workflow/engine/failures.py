@@ -3,53 +3,53 @@
 An exception raised in an activity is stored as fields (type, class, message).
 When the failure is replayed into a workflow body the engine rebuilds an
 exception that matches ``except OriginalClass`` *and* ``except ActivityFailed``.
+Which class that is comes from ``exception_types.resolve`` (never an import);
+the rebuilt class is made without running the original's ``__init_subclass__``
+or ``__new__``, so naming a class in a history runs none of its code.
 """
 
 from __future__ import annotations
 
-import importlib
+import threading
 import traceback as tb
 from typing import Any
 
+from durable_workflow.engine import exception_types
 from durable_workflow.engine.commands import FailureInfo
+from durable_workflow.engine.exception_types import class_path
 from durable_workflow.exceptions import ActivityFailed, NonRetryableError
 from durable_workflow.text import storable, text_of
 
+__all__ = ["Rebuilt", "class_path", "describe", "rebuild"]
+
 _combined_cache: dict[tuple[type, type], type] = {}
+_combined_lock = threading.Lock()
 
 
-def class_path(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+class Rebuilt:
+    """First base of every rebuilt class.
+
+    Creating a class runs ``__init_subclass__`` of the first base after it in
+    its MRO: this empty hook stands there so the original class's never runs.
+    """
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        pass
 
 
 def describe(exc: BaseException, *, category: str = "application") -> FailureInfo:
     """The exception as durable fields, every text storable (escaped, never dropped)."""
     cls = type(exc)
     return FailureInfo(
-        exception_type=text_of(getattr(cls, "type_key", None) or class_path(cls)),
+        exception_type=text_of(exception_types.type_key_of(cls)),
         exception_class=storable(class_path(cls)),
         message=text_of(exc),
         traceback=storable("".join(tb.format_exception(exc))),
         category=category,
         non_retryable=isinstance(exc, NonRetryableError),
     )
-
-
-def resolve_class(path: str) -> type | None:
-    module_name, _, qualname = path.rpartition(".")
-    while module_name:
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError:
-            qualname = f"{module_name.rpartition('.')[2]}.{qualname}"
-            module_name = module_name.rpartition(".")[0]
-            continue
-        for part in qualname.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                return None
-        return obj if isinstance(obj, type) else None
-    return None
 
 
 def rebuild(base: type[ActivityFailed], payload: dict[str, Any]) -> BaseException:
@@ -62,12 +62,13 @@ def rebuild(base: type[ActivityFailed], payload: dict[str, Any]) -> BaseExceptio
         "non_retryable": bool(payload.get("non_retryable", False)),
         "failure_id": payload.get("failure_id"),
     }
-    original = resolve_class(fields["exception_class"]) if fields["exception_class"] else None
+    original = exception_types.resolve(fields["exception_type"], fields["exception_class"])
     cls: type = base
-    if original is not None and issubclass(original, Exception) and not issubclass(original, base):
+    if original is not None and not issubclass(original, base):
         cls = _combined(base, original)
     try:
-        exc = cls.__new__(cls)
+        # BaseException's own __new__: a __new__ of the original class never runs.
+        exc = BaseException.__new__(cls)
         base.__init__(exc, message, **fields)
         exc.args = (message,)
     except TypeError:
@@ -77,13 +78,14 @@ def rebuild(base: type[ActivityFailed], payload: dict[str, Any]) -> BaseExceptio
 
 def _combined(base: type, original: type) -> type:
     key = (base, original)
-    if key not in _combined_cache:
-        try:
-            _combined_cache[key] = type(
-                original.__name__,
-                (original, base),
-                {"__module__": original.__module__, "__qualname__": original.__qualname__},
-            )
-        except TypeError:  # incompatible C layouts, e.g. OSError subclasses
-            _combined_cache[key] = base
-    return _combined_cache[key]
+    with _combined_lock:
+        if key not in _combined_cache:
+            try:
+                _combined_cache[key] = type(
+                    original.__name__,
+                    (Rebuilt, original, base),
+                    {"__module__": original.__module__, "__qualname__": original.__qualname__},
+                )
+            except TypeError:  # incompatible C layouts, e.g. OSError subclasses
+                _combined_cache[key] = base
+        return _combined_cache[key]

@@ -188,3 +188,60 @@ def test_code_asking_for_more_steps_is_reported(inline, monkeypatch):
     assert result.step == 3
     assert result.recorded == "WorkflowCompleted"
     assert result.requested == "TimerScheduled"
+
+
+def test_a_bundle_naming_any_module_as_exception_class_imports_nothing(
+    inline, tmp_path, monkeypatch
+):
+    """Issue 18, item 6: a bundle given to workflow_replay once chose a module to import."""
+    import sys
+
+    marker = tmp_path / "imported"
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "dw_bundle_payload.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "class Boom(Exception):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(modules))
+    monkeypatch.delitem(sys.modules, "dw_bundle_payload", raising=False)
+    start("tests.catch-failure", "hostile-bundle")
+    inline.run()
+    bundle = build_bundle("hostile-bundle")
+    for event in bundle["history_events"]:
+        if event["event_type"] == "ActivityFailed":
+            event["payload"]["exception_class"] = "dw_bundle_payload.Boom"
+            event["payload"]["exception_type"] = "dw_bundle_payload.Boom"
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(bundle))
+    out = io.StringIO()
+    with pytest.raises(CommandError):  # PaymentDeclined is no longer caught: the replay differs
+        call_command("workflow_replay", str(path), "--no-verify", "--json", stdout=out)
+    assert json.loads(out.getvalue())["failed"] == 1
+    assert not marker.exists()
+    assert "dw_bundle_payload" not in sys.modules
+    assert replay_instance("hostile-bundle").ok  # the stored history still replays
+
+
+@pytest.mark.parametrize(
+    "settings_key",
+    ["EXCEPTION_TYPES", "EXCEPTION_CLASS_ALIASES"],
+)
+def test_settings_map_recorded_failures_to_classes(inline, settings, settings_key):
+    """A failure recorded under a type key, or under a class path that has moved."""
+    from durable_workflow.models import HistoryEvent
+
+    start("tests.catch-failure", f"aliased-{settings_key}")
+    inline.run()
+    event = HistoryEvent.objects.get(
+        run__instance_id=f"aliased-{settings_key}", event_type="ActivityFailed"
+    )
+    recorded = "billing.payment-declined" if settings_key == "EXCEPTION_TYPES" else "old.Declined"
+    payload = {**event.payload, "exception_type": recorded, "exception_class": "old.Declined"}
+    HistoryEvent.objects.filter(id=event.id).update(payload=payload)  # as if written long ago
+    assert not replay_instance(f"aliased-{settings_key}").ok  # nothing maps it: not caught
+    settings.DURABLE_WORKFLOW = {
+        **settings.DURABLE_WORKFLOW,
+        settings_key: {recorded: "tests.testapp.workflows.PaymentDeclined"},
+    }
+    assert replay_instance(f"aliased-{settings_key}").ok

@@ -78,6 +78,9 @@ class Settings:
     WORKER_HEARTBEAT_SECONDS: float = 10.0
     #: A registration silent this long counts as gone.
     WORKER_STALE_AFTER_SECONDS: int = 30
+    #: Tasks in a row failing on database or broker errors after which a worker process
+    #: stops being a routing target (sticky owner, session holder) until one succeeds.
+    WORKER_UNHEALTHY_AFTER_FAILURES: int = 3
     #: Compatibility marker stamped on the runs this process starts (``None``: none).
     COMPATIBILITY_CURRENT: str | None = None
     #: Markers this worker may execute (``[]``: just the current one; ``"*"``: any).

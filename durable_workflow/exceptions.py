@@ -17,6 +17,10 @@ class ConfigurationError(DurableWorkflowError):
     """The DURABLE_WORKFLOW settings or a class definition are invalid."""
 
 
+class BrokerUnavailable(DurableWorkflowError):
+    """A dispatch backend could not reach its broker; sending again later may work."""
+
+
 class InvalidInstanceIdError(DurableWorkflowError, ValueError):
     """An instance id is not a URL-safe string of at most 191 characters."""
 

@@ -16,6 +16,9 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
 )
+if os.environ.get("DW_CELERY_DB_REUSE_MAX"):
+    # What the deployment docs recommend: Celery's fixup then leaves connections open.
+    app.conf.CELERY_DB_REUSE_MAX = int(os.environ["DW_CELERY_DB_REUSE_MAX"])
 app.autodiscover_tasks(["durable_workflow"])
 
 if os.environ.get("DW_WORKER_BEAT"):

@@ -35,6 +35,8 @@ if _DB == "postgres":
             "HOST": os.environ.get("DW_PG_HOST", "127.0.0.1"),
             "PORT": os.environ.get("DW_PG_PORT", "5432"),
             "TEST": {"NAME": os.environ.get("DW_PG_TEST_NAME", "test_durable_workflow")},
+            # Fault tests find one worker's backends by it (pg_terminate_backend).
+            "OPTIONS": {"application_name": os.environ.get("DW_PG_APPLICATION_NAME", "dw-tests")},
         }
     }
 else:
@@ -75,6 +77,9 @@ DURABLE_WORKFLOW = {
         m for m in os.environ.get("DW_COMPATIBILITY_SUPPORTED", "").split(",") if m
     ],
     "WORKER_STALE_AFTER_SECONDS": int(os.environ.get("DW_WORKER_STALE_AFTER_SECONDS", "30")),
+    "WORKER_UNHEALTHY_AFTER_FAILURES": int(
+        os.environ.get("DW_WORKER_UNHEALTHY_AFTER_FAILURES", "3")
+    ),
     "MAX_CONCURRENT_WORKER_SESSIONS": int(os.environ.get("DW_MAX_CONCURRENT_WORKER_SESSIONS", "0")),
     # Step-by-step tests drive each task themselves; real workers (and one test) use it.
     "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",

@@ -14,16 +14,12 @@ from typing import Protocol
 from django.db import transaction
 
 from durable_workflow import clock
-from durable_workflow.exceptions import DurableWorkflowError
 from durable_workflow.store.records import TaskRecord
 
 
 class Backend(Protocol):
-    def send(self, task: TaskRecord, countdown: float | None) -> None: ...
-
-
-class BrokerUnavailable(DurableWorkflowError):
-    """A backend could not reach its broker (raised by ``send``); sending later may work."""
+    def send(self, task: TaskRecord, countdown: float | None) -> None:
+        """Publish one message; ``BrokerUnavailable`` when the broker cannot be reached."""
 
 
 _backend: Backend | None = None

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
+from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
@@ -72,7 +73,7 @@ def _resend(due: list[TaskRecord]) -> list[Any]:
     for task in due:
         try:
             dispatch.backend().send(dispatch.routed(task), None)
-        except dispatch.BrokerUnavailable:
+        except BrokerUnavailable:
             tasks.mark_dispatched(sent, now=clock.now())
             raise
         except Exception:

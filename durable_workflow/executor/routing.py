@@ -22,7 +22,8 @@ _owners: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
 
 def owner_queue(worker: str, *, now: dt.datetime) -> str | None:
-    """The direct queue of ``worker`` while its registration is live, else ``None``."""
+    """The direct queue of ``worker`` while it is routable (live, and its tasks are not
+    failing on infrastructure errors), else ``None``: the shared queue then."""
     expires, row = _owners.get(worker, (0.0, None))
     if expires < time.monotonic():
         if len(_owners) > 10_000:
@@ -30,8 +31,8 @@ def owner_queue(worker: str, *, now: dt.datetime) -> str | None:
         row = workers.get(worker)
         _owners[worker] = (time.monotonic() + _LOOKUP_SECONDS, row)
     stale_after = get_settings().WORKER_STALE_AFTER_SECONDS
-    live = workers.is_live(row, now=now, stale_after=stale_after)
-    return row["direct_queue"] if live and row else None
+    routable = workers.is_routable(row, now=now, stale_after=stale_after)
+    return row["direct_queue"] if routable and row else None
 
 
 _consumer_counts: dict[tuple[str | None, str | None], tuple[float, int]] = {}

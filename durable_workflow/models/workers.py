@@ -21,6 +21,9 @@ class WorkerRegistration(models.Model):
     started_at = models.DateTimeField()
     last_heartbeat_at = models.DateTimeField()
     stopped_at = models.DateTimeField(null=True, blank=True)
+    #: Since when this process's tasks keep failing on database or broker errors
+    #: (``None``: healthy). Such a process is no routing target while it lasts.
+    failing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "durable_workflow_worker_registration"

@@ -40,10 +40,16 @@ def register(
     )
 
 
-def heartbeat(worker_id: str, *, sticky_cache: dict[str, Any], now: dt.datetime) -> bool:
+def heartbeat(
+    worker_id: str,
+    *,
+    sticky_cache: dict[str, Any],
+    now: dt.datetime,
+    failing_since: dt.datetime | None = None,
+) -> bool:
     return bool(
         WorkerRegistration.objects.filter(worker_id=worker_id, status="active").update(
-            last_heartbeat_at=now, sticky_cache=sticky_cache
+            last_heartbeat_at=now, sticky_cache=sticky_cache, failing_since=failing_since
         )
     )
 
@@ -74,3 +80,10 @@ def is_live(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: int) -
     if row is None or row["status"] != "active":
         return False
     return bool(row["last_heartbeat_at"] >= now - dt.timedelta(seconds=stale_after))
+
+
+def is_routable(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: int) -> bool:
+    """May work be sent to this worker alone (its direct queue)? Live, and its tasks do
+    not keep failing on infrastructure errors: a heartbeat only says a thread can
+    write, not that the process does work."""
+    return is_live(row, now=now, stale_after=stale_after) and not (row or {}).get("failing_since")

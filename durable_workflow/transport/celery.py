@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, current_app, shared_task
+from django import db
 from django.utils.module_loading import import_string
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from durable_workflow.conf import get_settings
-from durable_workflow.exceptions import ConfigurationError
-from durable_workflow.executor.dispatch import BrokerUnavailable
+from durable_workflow.exceptions import BrokerUnavailable, ConfigurationError
+from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -97,29 +99,75 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
 _TASK_OPTIONS = {"acks_late": True, "ignore_result": True, "reject_on_worker_lost": True}
 
 
+#: Errors that say the database or the broker failed, not the task's own code.
+INFRASTRUCTURE_ERRORS = (
+    db.OperationalError,
+    db.InterfaceError,
+    BrokerUnavailable,
+    KombuOperationalError,
+    ConnectionError,
+)
+
+
+#: Outcomes that show nothing about the worker's health: the message found nothing to
+#: do here (taken already, held for its sticky owner, meant for another build).
+_NEUTRAL = frozenset({"skipped", "held", "incompatible", "stale", "busy"})
+
+
+def _entry_point(run: Callable[[], str]) -> str:
+    """Run one engine task between two looks at this thread's connections.
+
+    A connection the server dropped is discarded before and after every task, whatever
+    ``CELERY_DB_REUSE_MAX`` says (Celery's fixup skips that look when it is set); and
+    the outcome tells the worker's health, which routing reads: a task that failed on
+    a database or broker error counts against it, one that did its work for it.
+    """
+    from durable_workflow.transport.worker import health
+
+    connections.discard_broken()
+    try:
+        outcome = run()
+    except INFRASTRUCTURE_ERRORS as exc:
+        health.task_done(exc)
+        raise
+    except Exception:
+        health.task_done(None)  # the code failed, not the infrastructure
+        raise
+    else:
+        if outcome not in _NEUTRAL:
+            health.task_done(None)
+        return outcome
+    finally:
+        connections.discard_broken()
+
+
 @shared_task(name=WORKFLOW_TASK, **_TASK_OPTIONS)
 def workflow_task(task_id: str) -> str:
     from durable_workflow.executor import run_workflow_task
 
-    return run_workflow_task(task_id)
+    return _entry_point(lambda: run_workflow_task(task_id))
 
 
 @shared_task(name=ACTIVITY_TASK, **_TASK_OPTIONS)
 def activity_task(task_id: str) -> str:
     from durable_workflow.executor import run_activity_task
 
-    return run_activity_task(task_id)
+    return _entry_point(lambda: run_activity_task(task_id))
 
 
 @shared_task(name=TIMER_TASK, **_TASK_OPTIONS)
 def timer_task(task_id: str) -> str:
     from durable_workflow.executor import run_timer_task
 
-    return run_timer_task(task_id)
+    return _entry_point(lambda: run_timer_task(task_id))
 
 
 @shared_task(name=REPAIR_TASK, ignore_result=True)
 def repair() -> dict[str, int]:
     from durable_workflow.executor import repair_pass
 
-    return repair_pass().as_dict()
+    connections.discard_broken()
+    try:
+        return repair_pass().as_dict()
+    finally:
+        connections.discard_broken()

@@ -30,6 +30,46 @@ logger = logging.getLogger("durable_workflow")
 _state: dict[str, Any] = {"worker_id": None, "queues": [], "stop": None}
 
 
+class _Health:
+    """Whether this process's tasks get done: what its heartbeat reports besides being alive.
+
+    ``failing_since`` is set once ``WORKER_UNHEALTHY_AFTER_FAILURES`` tasks in a row
+    failed on database or broker errors, and cleared by the next task that does not.
+    A change wakes the heartbeat thread, so routing learns it at once.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failures = 0
+        self.failing_since: Any = None
+        self.changed = threading.Event()
+
+    def task_done(self, infrastructure_error: BaseException | None) -> None:
+        with self.lock:
+            if infrastructure_error is None:
+                recovered, self.failures = self.failing_since is not None, 0
+                self.failing_since = None
+                if recovered:
+                    logger.warning("worker tasks succeed again; routable again")
+                    self.changed.set()
+                return
+            self.failures += 1
+            limit = max(1, get_settings().WORKER_UNHEALTHY_AFTER_FAILURES)
+            if self.failing_since is None and self.failures >= limit:
+                self.failing_since = clock.now()
+                logger.error(
+                    "%s tasks in a row failed on infrastructure errors (last: %s: %s); "
+                    "this worker is no routing target until a task succeeds",
+                    self.failures,
+                    type(infrastructure_error).__name__,
+                    infrastructure_error,
+                )
+                self.changed.set()
+
+
+health = _Health()
+
+
 def _sticky_snapshot() -> dict[str, Any]:
     from durable_workflow.executor import sticky
 
@@ -68,10 +108,19 @@ def _start_heartbeat(worker_id: str) -> None:
         from durable_workflow.store import workers
 
         interval = max(get_settings().WORKER_HEARTBEAT_SECONDS, 0.2)
-        while not stop.wait(interval):
+        while not stop.is_set():
+            health.changed.wait(interval)  # early when the process's health changed
+            health.changed.clear()
+            if stop.is_set():
+                return
             try:
                 close_old_connections()
-                workers.heartbeat(worker_id, sticky_cache=_sticky_snapshot(), now=clock.now())
+                workers.heartbeat(
+                    worker_id,
+                    sticky_cache=_sticky_snapshot(),
+                    now=clock.now(),
+                    failing_since=health.failing_since,
+                )
             except Exception:  # a missed beat is tolerated; the next one may succeed
                 logger.warning("worker heartbeat failed", exc_info=True)
             finally:

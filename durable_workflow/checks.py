@@ -73,6 +73,30 @@ def check_sqlite_mode(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
     return messages
 
 
+@checks.register("durable_workflow", checks.Tags.database)
+def check_pooler(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """A pooler in front of the engine's database without Django's flag for one (only
+    with ``--database``, or from ``migrate``: it connects)."""
+    from durable_workflow.operations.doctor import pooler
+
+    alias = pooler.engine_alias()
+    if alias not in (databases or ()):
+        return []
+    found = pooler.finding(alias)
+    if found is None or not found["pooler"] or found["server_side_cursors_disabled"]:
+        return []
+    return [
+        checks.Warning(
+            f"database {alias!r} is reached through a connection pooler (PgBouncer?) and "
+            f"DATABASES[{alias!r}]['DISABLE_SERVER_SIDE_CURSORS'] is not set",
+            hint=pooler.ADVICE.format(alias=alias),
+            id="durable_workflow.W020",
+        )
+    ]
+
+
 @checks.register("durable_workflow")
 def check_cache_locks(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     backend = settings.CACHES.get("default", {}).get("BACKEND", "")

@@ -37,6 +37,8 @@ if _DB == "postgres":
             "TEST": {"NAME": os.environ.get("DW_PG_TEST_NAME", "test_durable_workflow")},
             # Fault tests find one worker's backends by it (pg_terminate_backend).
             "OPTIONS": {"application_name": os.environ.get("DW_PG_APPLICATION_NAME", "dw-tests")},
+            # Django's flag for a transaction-mode pooler (tests through PgBouncer set it).
+            "DISABLE_SERVER_SIDE_CURSORS": os.environ.get("DW_PG_POOLER_FLAG") == "1",
         }
     }
 else:

@@ -20,6 +20,14 @@ record is doubted the same way and the transaction is run again
 ``PREPARED_STATEMENTS`` turns it off; so does a database whose settings set
 ``DISABLE_SERVER_SIDE_CURSORS`` (Django's flag for a transaction-mode pooler,
 behind which session state such as this cannot be relied on).
+
+Prepared statements live in a *server session*, and a pooler may hand each
+transaction of one client connection to another one. So it is also turned off,
+for one connection, on any sign of that: a connection whose server process is not
+the one the driver was told of at connect time (PgBouncer answers with a process
+id of its own; one small query per connection tells, and again after the server
+refused a statement as missing or already there). Such a connection then sends
+plain text, and the refused transaction is run again once.
 """
 
 from __future__ import annotations
@@ -27,12 +35,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import logging
 import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from durable_workflow.conf import get_settings
+
+logger = logging.getLogger("durable_workflow")
 
 #: Statements with more values than this go as text (large inserts are one-offs).
 MAX_PARAMS = 100
@@ -49,6 +60,9 @@ class _Record:
 
     known: set[str] = dataclasses.field(default_factory=set)
     doubtful: set[str] = dataclasses.field(default_factory=set)
+    #: ``None``: not asked yet; ``False``: a pooler may switch its server session (or
+    #: did), so nothing is prepared on this connection any more.
+    own_session: bool | None = None
 
 
 _records: weakref.WeakKeyDictionary[Any, _Record] = weakref.WeakKeyDictionary()
@@ -109,6 +123,9 @@ class Query:
         if stale(exc):
             self.record.doubtful |= self.record.known
             self.record.known.clear()
+            # A session switched under the connection, or a DISCARD ALL in the same one:
+            # the next query asks the server which (and prepares again only if the latter).
+            self.record.own_session = None
 
 
 def enabled(conn: Any) -> bool:
@@ -126,6 +143,10 @@ def query(conn: Any, statements: Sequence[tuple[str, bool]]) -> Query:
     record = _records.get(conn.connection)
     if record is None:
         record = _records[conn.connection] = _Record()
+    if record.own_session is None:
+        record.own_session = _own_session(conn)
+    if not record.own_session:
+        return Query(";\n".join(sql for sql, _ in statements), 0, None, [])
     shapes = {sql: _shape(sql) for sql, preparable in statements if preparable}
     if record.doubtful and any(s and s.name in record.doubtful for s in shapes.values()):
         _settle_doubts(conn, record)
@@ -140,6 +161,39 @@ def query(conn: Any, statements: Sequence[tuple[str, bool]]) -> Query:
                 prepares[shape.name] = shape.prepare
         parts.append(shape.execute if shape is not None else sql)
     return Query(";\n".join([*prepares.values(), *parts]), len(prepares), record, list(prepares))
+
+
+def _own_session(conn: Any) -> bool:
+    """Is the server process behind ``conn`` the one the driver connected to (no pooler
+    in between)? Asked once per connection."""
+    raw = conn.connection
+    with raw.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (server_pid,) = cursor.fetchone()
+    if server_pid == raw.info.backend_pid:
+        return True
+    logger.info(
+        "connection %r reaches PostgreSQL through a pooler; prepared statements are off "
+        "for it (DURABLE_WORKFLOW['PREPARED_STATEMENTS'])",
+        conn.alias,
+    )
+    return False
+
+
+def behind_pooler(conn: Any) -> bool:
+    """Ask the server now whether a pooler stands between ``conn`` and it (PostgreSQL)."""
+    conn.ensure_connection()
+    return not _own_session(conn)
+
+
+def pooled(conn: Any) -> bool | None:
+    """What this process learned of ``conn``'s current connection: ``True`` if a pooler
+    stands between it and the server (or its session changed), ``False`` if not,
+    ``None`` if nothing was asked yet."""
+    record = _records.get(conn.connection) if conn.connection is not None else None
+    if record is None or record.own_session is None:
+        return None
+    return not record.own_session
 
 
 def _settle_doubts(conn: Any, record: _Record) -> None:

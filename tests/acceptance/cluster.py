@@ -17,7 +17,7 @@ import tempfile
 PORTS = range(5441, 5450)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     for port in PORTS:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) != 0:
@@ -31,7 +31,7 @@ def binaries_present() -> bool:
 
 class Cluster:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.root = pathlib.Path(tempfile.mkdtemp(prefix="dw-private-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"

@@ -11,7 +11,13 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow import clock
-from durable_workflow.operations.doctor import compatibility, configuration, infrastructure, work
+from durable_workflow.operations.doctor import (
+    compatibility,
+    configuration,
+    infrastructure,
+    pooler,
+    work,
+)
 from durable_workflow.operations.doctor.result import (
     ERROR,
     OK,
@@ -31,6 +37,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (configuration.check_settings, ()),
     (infrastructure.check_database, ()),
     (infrastructure.check_migrations, ("database",)),
+    (pooler.check_pooler, ("database",)),
     (infrastructure.check_celery_app, ("settings",)),
     (infrastructure.check_broker, ("celery_app",)),
     (infrastructure.check_workers, ("celery_app", "database", "migrations")),
@@ -53,6 +60,7 @@ FAST_CHECK_IDS = (
     "settings",
     "database",
     "migrations",
+    "connection_pooler",
     "unregistered_types",
     "stuck_tasks",
     "expired_leases",

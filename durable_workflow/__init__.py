@@ -47,7 +47,7 @@ from durable_workflow.authoring.helpers import (
 from durable_workflow.authoring.sessions import WorkerSessionHandle, worker_session
 from durable_workflow.authoring.workflow import Workflow
 from durable_workflow.description import WorkflowDescription
-from durable_workflow.engine.groups import OperationHandle, SelectionResult
+from durable_workflow.engine.selection import OperationHandle, SelectionResult
 from durable_workflow.engine.versions import DEFAULT_VERSION
 from durable_workflow.exceptions import (
     ActivityCancelled,

@@ -10,9 +10,9 @@ from typing import Any
 
 from durable_workflow import registry
 from durable_workflow.authoring.helpers import _runtime, _split_options
+from durable_workflow.engine.calls import Call
 from durable_workflow.engine.failures import class_path
-from durable_workflow.engine.groups import SelectionResult
-from durable_workflow.engine.steps import Call
+from durable_workflow.engine.selection import SelectionResult
 from durable_workflow.options import ChildWorkflowOptions
 
 
@@ -78,7 +78,7 @@ def run_async(callback: Callable[[], Any]) -> Any:
     runtime = _runtime("run_async")
     if not callable(callback):
         raise TypeError("run_async() takes a zero-argument callable")
-    return runtime._run_call(Call("async", None, lambda meta: runtime.start_branch(callback)))
+    return runtime.run_call(Call("async", None, lambda meta: runtime.start_branch(callback)))
 
 
 def continue_as_new(*args: Any) -> None:

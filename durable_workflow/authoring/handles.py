@@ -26,7 +26,7 @@ class ChildWorkflowHandle:
 
     def run_id(self) -> str | None:
         """The newest child run the parent's history has seen."""
-        return self._runtime._child_runs.get(self._step)
+        return self._runtime.child_run_id(self._step)
 
     def call_id(self) -> int:
         return self._step

@@ -61,12 +61,13 @@ class Workflow(SagaMixin):
     def last_child(self) -> ChildWorkflowHandle | None:
         """A handle on the most recently started child workflow, if any."""
         runtime = self._runtime()
-        return ChildWorkflowHandle(runtime, runtime._children[-1]) if runtime._children else None
+        steps = runtime.child_steps()
+        return ChildWorkflowHandle(runtime, steps[-1]) if steps else None
 
     def children(self) -> list[ChildWorkflowHandle]:
         """Handles on every child started so far, in step order."""
         runtime = self._runtime()
-        return [ChildWorkflowHandle(runtime, step) for step in runtime._children]
+        return [ChildWorkflowHandle(runtime, step) for step in runtime.child_steps()]
 
     def messages(self, stream_key: str = DEFAULT_STREAM) -> MessageStream:
         """The message stream ``stream_key`` of this instance."""

@@ -18,133 +18,57 @@ Rules (see docs/explanation/replay.md):
   satisfied) resolve at the moment the body reaches them;
 * facts the body produces along the way (a failure it handled, a signal it
   consumed, an update it applied) are recorded once and recognised on replay.
+
+The runtime is a facade over its parts (docs/explanation/architecture.md): the
+``DeterminismLedger`` (history, step by step), the ``Scheduler`` (greenlets),
+the ``OperationTable`` (one record per durable operation), the ``Outbox``
+(what the task produces) and the features built on them (steps, groups,
+waits, inbox, streams, versions). This module only routes history events to
+them and runs the body's outermost frame.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import greenlet
 
 from durable_workflow.codec import envelope
-from durable_workflow.engine import failures
+from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.commands import (
     CancelWorkflow,
     CloseCommand,
     Command,
     CompleteWorkflow,
     ContinueAsNew,
-    FailWorkflow,
     RecordFailureHandled,
 )
+from durable_workflow.engine.core import Core
 from durable_workflow.engine.events import (
-    COMMAND_EVENTS,
     MESSAGE_EVENTS,
     RESOLUTION_EVENTS,
-    TERMINAL_EVENTS,
     EventType,
     HistoryEvent,
 )
-from durable_workflow.engine.groups import GroupsMixin
-from durable_workflow.engine.inbox import InboxMixin
-from durable_workflow.engine.services import ContinueAsNewRequested, ServicesMixin
-from durable_workflow.engine.steps import StepsMixin
-from durable_workflow.engine.streams import StreamsMixin
-from durable_workflow.engine.versions import VersionsMixin
-from durable_workflow.exceptions import (
-    ActivityFailed,
-    ActivityTimeoutError,
-    ChildWorkflowCancelled,
-    ChildWorkflowFailed,
-    ChildWorkflowTerminated,
-    DurableWorkflowError,
-    NonDeterminismError,
-    QueryCommandError,
-    WorkflowCancelled,
-)
+from durable_workflow.engine.groups import Groups
+from durable_workflow.engine.inbox import Inbox
+from durable_workflow.engine.ledger import DeterminismLedger
+from durable_workflow.engine.limits import StructuralLimits
+from durable_workflow.engine.operations import OperationTable, WaitOp
+from durable_workflow.engine.outbox import ContinueAsNewRequested, LocalRequest, Outbox
+from durable_workflow.engine.payloads import Payloads
+from durable_workflow.engine.scheduler import Abort, Scheduler
+from durable_workflow.engine.steps import Steps
+from durable_workflow.engine.streams import Streams
+from durable_workflow.engine.versions import Versions
+from durable_workflow.engine.waits import Waits
+from durable_workflow.exceptions import WorkflowCancelled
 from durable_workflow.text import text_of
 
-Signature = tuple[str, str | None]
 
-_SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
-    EventType.ACTIVITY_SCHEDULED: lambda p: (
-        "local_activity" if p.get("execution_mode") == "local" else "activity",
-        p.get("activity_type"),
-    ),
-    EventType.TIMER_SCHEDULED: lambda p: ("timer", None),
-    EventType.SIDE_EFFECT_RECORDED: lambda p: ("side_effect", None),
-    EventType.SIGNAL_WAIT_OPENED: lambda p: ("signal", p.get("signal_name")),
-    EventType.CONDITION_WAIT_OPENED: lambda p: ("condition", p.get("condition_key")),
-    EventType.CHILD_WORKFLOW_SCHEDULED: lambda p: ("child", p.get("child_workflow_type")),
-    EventType.MEMO_UPSERTED: lambda p: ("memo", None),
-    EventType.SEARCH_ATTRIBUTES_UPSERTED: lambda p: ("search_attributes", None),
-    EventType.MESSAGE_CURSOR_ADVANCED: lambda p: ("receive", p.get("stream_key")),
-    EventType.MESSAGE_SENT: lambda p: ("send_message", p.get("stream_key")),
-}
-_EVENT_OF_KIND = {
-    "activity": EventType.ACTIVITY_SCHEDULED,
-    "local_activity": EventType.ACTIVITY_SCHEDULED,
-    "timer": EventType.TIMER_SCHEDULED,
-    "side_effect": EventType.SIDE_EFFECT_RECORDED,
-    "signal": EventType.SIGNAL_WAIT_OPENED,
-    "condition": EventType.CONDITION_WAIT_OPENED,
-    "child": EventType.CHILD_WORKFLOW_SCHEDULED,
-    "memo": EventType.MEMO_UPSERTED,
-    "search_attributes": EventType.SEARCH_ATTRIBUTES_UPSERTED,
-    "receive": EventType.MESSAGE_CURSOR_ADVANCED,
-    "send_message": EventType.MESSAGE_SENT,
-}
-
-#: History events that record a fact the runtime itself produced, and their dedupe key.
-_MARKER_KEYS: dict[str, Callable[[dict[str, Any]], Hashable]] = {
-    EventType.FAILURE_HANDLED: lambda p: ("handled", p.get("sequence")),
-    EventType.SIGNAL_APPLIED: lambda p: ("signal", p.get("signal_id")),
-    EventType.TIMER_CANCELLED: lambda p: ("timer_cancelled", p.get("sequence")),
-    EventType.CONDITION_WAIT_SATISFIED: lambda p: ("condition", p.get("sequence")),
-    EventType.CONDITION_WAIT_TIMED_OUT: lambda p: ("condition", p.get("sequence")),
-    EventType.UPDATE_APPLIED: lambda p: ("update_applied", p.get("update_id")),
-    EventType.UPDATE_COMPLETED: lambda p: ("update_completed", p.get("update_id")),
-    EventType.SELECTION_RESOLVED: lambda p: ("selection", p.get("selection_group_id")),
-    EventType.SELECTION_OPERATION_CANCELLED: lambda p: ("selection_cancel", p.get("sequence")),
-}
-
-
-_CHILD_ERRORS = {
-    EventType.CHILD_RUN_FAILED: ChildWorkflowFailed,
-    EventType.CHILD_RUN_CANCELLED: ChildWorkflowCancelled,
-    EventType.CHILD_RUN_TERMINATED: ChildWorkflowTerminated,
-}
-
-
-class _Abort(BaseException):
-    """Unwinds a body after a fatal engine error; never seen by user code."""
-
-
-def describe_signature(sig: Signature) -> str:
-    kind, name = sig
-    label = _EVENT_OF_KIND.get(kind, kind)
-    return f"{label}({name})" if name else str(label)
-
-
-class Future:
-    __slots__ = ("done", "error", "order", "step", "value", "waiters")
-
-    def __init__(self, step: int = 0) -> None:
-        self.step = step
-        self.done = False
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self.order = 0  # position in the runtime's resolution sequence
-        self.waiters: list[greenlet.greenlet] = []
-
-
-class WorkflowRuntime(
-    StepsMixin, GroupsMixin, InboxMixin, VersionsMixin, ServicesMixin, StreamsMixin
-):
+class WorkflowRuntime:
     """Executes one run's body deterministically against its history."""
 
     def __init__(
@@ -158,396 +82,274 @@ class WorkflowRuntime(
         self.workflow_id = workflow_id
         self.run_id = run_id
         self.codec = codec
+        #: The workflow instance, once the body built it.
         self.instance: Any = None
-        self.closed: CloseCommand | None = None
-        self._factory = factory
-        self._recorded: dict[int, HistoryEvent] = {}
-        self._timeouts: dict[int, HistoryEvent] = {}
-        self._issued: dict[int, Signature] = {}
-        self._markers: set[Hashable] = set()
-        self._futures: dict[int, Future] = {}
-        # Failures raised into a greenlet, per greenlet: (step, exception). Once the
-        # greenlet runs on without letting one escape, it was handled.
-        self._thrown: dict[greenlet.greenlet, list[tuple[int, BaseException]]] = {}
-        self._ready: deque[tuple[greenlet.greenlet, Any, BaseException | None]] = deque()
-        self._greenlets: list[greenlet.greenlet] = []
-        self._new: list[Command] = []
-        self._step = 0
-        self._last_sequence = 0
-        self._now: dt.datetime | None = None
-        self._hub: greenlet.greenlet | None = None
-        self._fatal: BaseException | None = None
-        self._unwinding = False
-        self._query_mode = False
-        # What each blocked greenlet waits on; several futures for all()/select().
-        self._waiting: dict[greenlet.greenlet, tuple[list[Future], bool]] = {}
-        self._resolutions = 0
-        self._cancel_reason: str | None = None
-        self._cancel_requested = False
-        self._child_runs: dict[int, str] = {}
-        # Local activities: outcomes resolve inline at their step, never by log position.
-        self._local_outcomes: dict[int, HistoryEvent] = {}
-        self._local_started: dict[int, int] = {}
-        self._local_retried: dict[int, tuple[int, str | None]] = {}
-        self.local_requests: list[Any] = []
-        self._seen: list[HistoryEvent] = []
         #: Events the executor recorded after the last feed (its next feed may use
         #: them instead of reading them back).
         self.unfed: list[HistoryEvent] = []
-        self._sizes = (0, 0)  # (events measured, their payload bytes)
-        self._init_inbox()
-        self._init_groups()
-        self._init_versions()
-        self._init_streams()
+        self._factory = factory
+        self._cancel_reason: str | None = None
+        self._cancel_requested = False
+        ledger = self._ledger = DeterminismLedger()
+        scheduler = self._scheduler = Scheduler(
+            self, on_handled=self._failure_handled, on_idle=self._conditions_changed
+        )
+        outbox = self._outbox = Outbox(ledger)
+        core = self._core = Core(ledger, scheduler, OperationTable(), outbox, Payloads(codec))
+        self._parts(core)
 
-    # ------------------------------------------------------------------ feeding
+    def _parts(self, core: Core) -> None:
+        """Build the features, and expose the body-facing API as their bound methods."""
+        collector = Collector()
+        self._limits = limits = StructuralLimits(core.ops, core.outbox, self.run_id)
+        self._waits = waits = Waits(core)
+        self._steps = steps = Steps(core, collector, limits, waits)
+        groups = Groups(core, collector, limits, waits)
+        self._inbox = Inbox(core, waits, self._instance)
+        self._streams = streams = Streams(core, self.run_id)
+        versions = Versions(core, self._instance)
+        # Called from body code (durable_workflow.authoring forwards to these).
+        self.schedule_activity = steps.schedule_activity
+        self.schedule_local_activity = steps.schedule_local_activity
+        self.start_child = steps.start_child
+        self.signal_child = steps.signal_child
+        self.timer = steps.timer
+        self.side_effect = steps.side_effect
+        self.upsert_visibility = steps.upsert_visibility
+        self.wait_signal = steps.wait_signal
+        self.wait_condition = steps.wait_condition
+        self.run_call = steps.run_call
+        self.run_all = groups.run_all
+        self.run_select = groups.run_select
+        self.start_branch = groups.start_branch
+        self.get_version = versions.get_version
+        self.stream_pending = streams.pending
+        self.stream_cursor = streams.cursor
+        self.stream_receive = streams.receive
+        self.stream_send = streams.send
+        self.history_length = core.ledger.history_length
+        self.history_size = core.ledger.history_size
+        self.fail_fatally = core.fail_fatally
+
+    def _instance(self) -> Any:
+        return self.instance
+
+    # --------------------------------------------------------- executor's view
     @property
     def last_sequence(self) -> int:
-        return self._last_sequence
+        return self._ledger.last_sequence
 
     @property
     def step_count(self) -> int:
-        return self._step
+        return self._ledger.step
 
-    def feed(self, events: Iterable[HistoryEvent]) -> None:
-        """Apply history events not seen yet, then run the body to quiescence."""
-        fresh = [e for e in events if e.sequence > self._last_sequence]
-        if not fresh:
-            return
-        self._hub = greenlet.getcurrent()
-        for gr in self._greenlets:
-            if not gr.dead:
-                gr.parent = self._hub
-        self._index(fresh)
-        self._run_ready()  # bodies unblocked by local outcomes found while indexing
-        for event in fresh:
-            self._seen.append(event)
-            self._apply(event)
-            self._last_sequence = event.sequence
-            self._run_ready()
-        self._check_unreached()
+    @property
+    def closed(self) -> CloseCommand | None:
+        """How the body ended, if it did (the executor may also close the run itself)."""
+        return self._outbox.closed
+
+    @closed.setter
+    def closed(self, command: CloseCommand | None) -> None:
+        self._outbox.closed = command
+
+    @property
+    def local_requests(self) -> list[LocalRequest]:
+        """Local activity attempts to run before the body can go on, in step order."""
+        return self._outbox.local_requests
+
+    @local_requests.setter
+    def local_requests(self, requests: list[LocalRequest]) -> None:
+        self._outbox.local_requests = requests
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """Structural limits and the history budget (set by the executor)."""
+        return self._limits.configured
+
+    @limits.setter
+    def limits(self, configured: dict[str, int]) -> None:
+        self._limits.configured = configured
 
     def take_commands(self) -> list[Command]:
         """The new commands issued since the last call, in issue order."""
-        new, self._new = self._new, []
-        return new
+        return self._outbox.take_commands()
 
-    def _index(self, events: list[HistoryEvent]) -> None:
-        for event in events:
-            kind = event.event_type
-            if kind in _MARKER_KEYS:
-                self._markers.add(_MARKER_KEYS[kind](event.payload))
-                continue
-            if event.payload.get("local_activity"):
-                self._index_local(event)
-                continue
-            if kind == EventType.VERSION_MARKER_RECORDED:
-                change_id = str(event.payload.get("change_id"))
-                self._versions[change_id] = dict(event.payload)
-                self._markers.add(("version", change_id))
-                continue
-            if kind == EventType.ACTIVITY_CANCELLED and event.payload.get("selection_group_id"):
-                self._markers.add(("sel_cancel", event.step))
-            step = event.step
-            if step is None or kind not in COMMAND_EVENTS:
-                continue
-            if kind == EventType.TIMER_SCHEDULED and event.payload.get("timer_kind"):
-                self._timeouts[step] = event
-            elif step in self._issued:
-                self._verify(step, event)
-            else:
-                self._recorded[step] = event
+    def enter_query_mode(self) -> None:
+        """Replay without producing commands (queries and update validators)."""
+        self._outbox.query_mode = True
 
-    def _verify(self, step: int, event: HistoryEvent) -> None:
-        recorded = _SIGNATURE_OF_EVENT[event.event_type](event.payload)
-        if recorded != self._issued[step]:
-            raise NonDeterminismError(
-                step, describe_signature(recorded), describe_signature(self._issued[step])
-            )
+    # ----------------------------------------------------------------- feeding
+    def feed(self, events: Iterable[HistoryEvent]) -> None:
+        """Apply history events not seen yet, then run the body to quiescence."""
+        ledger, scheduler = self._ledger, self._scheduler
+        last = ledger.last_sequence
+        fresh = [e for e in events if e.sequence > last]
+        if not fresh:
+            return
+        scheduler.enter()
+        for outcome in ledger.index(fresh):
+            self._local_outcome_found(outcome)
+        run_ready, delivered, apply = scheduler.run_ready, ledger.delivered, self._apply
+        run_ready()  # bodies unblocked by local outcomes found while indexing
+        for event in fresh:
+            delivered(event)
+            apply(event)
+            ledger.last_sequence = event.sequence
+            run_ready()
+        if scheduler.fatal is None and scheduler.idle:
+            ledger.check_all_reached()
+
+    def _local_outcome_found(self, event: HistoryEvent) -> None:
+        op = self._core.ops.get(event.step or 0)
+        if op is not None and not op.future.done:
+            self._steps.settle_local(op, event)
 
     def _apply(self, event: HistoryEvent) -> None:
         kind = event.event_type
-        if kind == EventType.WORKFLOW_STARTED:
-            self._now = event.recorded_at
-            self.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
-            self._stream_cursors.update(event.payload.get("message_cursors") or {})
-            args = envelope.decode(event.payload["arguments"], expected_codec=self.codec)
-            self._spawn(self._main, *(args or []))
-        elif kind in RESOLUTION_EVENTS:
+        if kind in RESOLUTION_EVENTS:
             if not event.payload.get("local_activity"):  # local outcomes resolve inline
                 self._deliver(event)
         elif kind in MESSAGE_EVENTS:
             if event.recorded_at is not None:
-                self._now = event.recorded_at
+                self._ledger.now = event.recorded_at
             self._deliver_message(event)
+        elif kind == EventType.WORKFLOW_STARTED:
+            self._start(event)
         elif kind == EventType.CHILD_RUN_STARTED:
-            self._child_runs[int(event.payload["sequence"])] = str(
-                event.payload["child_workflow_run_id"]
+            self._ledger.note_child_run(
+                int(event.payload["sequence"]), str(event.payload["child_workflow_run_id"])
             )
         elif kind == EventType.CANCEL_REQUESTED:
             if event.recorded_at is not None:
-                self._now = event.recorded_at
+                self._ledger.now = event.recorded_at
             self._deliver_cancel(event.payload.get("reason"))
-        elif kind in TERMINAL_EVENTS:
-            pass
+
+    def _start(self, event: HistoryEvent) -> None:
+        self._ledger.now = event.recorded_at
+        self._ledger.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
+        self._streams.cursors.update(event.payload.get("message_cursors") or {})
+        args = self._core.payloads.decode(event.payload["arguments"])
+        self._scheduler.spawn(self._main, *(args or []))
 
     def _deliver(self, event: HistoryEvent) -> None:
+        """An outcome recorded in history settles the operation at its step."""
         step = event.step
         assert step is not None
-        future = self._futures.get(step)
-        if future is None:
-            command = self._recorded.get(step)
-            recorded = (
-                describe_signature(_SIGNATURE_OF_EVENT[command.event_type](command.payload))
-                if command is not None
-                else str(event.event_type)
-            )
-            raise NonDeterminismError(
-                step, recorded, None, "history holds a step the code never reached"
-            )
-        if future.done:
+        op = self._core.ops.get(step)
+        if op is None:
+            raise self._ledger.never_reached(step, event)
+        if op.future.done:
             return  # resolved inline, or a wait whose other branch already won
         if event.recorded_at is not None:
-            self._now = event.recorded_at
-        kind = event.event_type
-        if kind in (EventType.ACTIVITY_COMPLETED, EventType.CHILD_RUN_COMPLETED):
-            self._resolve(future, value=self._decode(event.payload.get("result")))
-        elif kind == EventType.TIMER_FIRED:
-            self._timer_fired(step, future)
-        elif kind in _CHILD_ERRORS:
-            self._resolve(future, error=failures.rebuild(_CHILD_ERRORS[kind], event.payload))
-        elif kind == EventType.ACTIVITY_TIMED_OUT:
-            error = failures.rebuild(ActivityTimeoutError, event.payload)
-            error._timeout_kind = event.payload.get("timeout_kind")  # type: ignore[attr-defined]
-            self._resolve(future, error=error)
+            self._ledger.now = event.recorded_at
+        if event.event_type == EventType.TIMER_FIRED and isinstance(op, WaitOp):
+            self._waits.timed_out(op)
+            return
+        value, error = op.settle(event, self._core.payloads.decode)
+        self._scheduler.resolve(op.future, value=value, error=error)
+
+    def _deliver_message(self, event: HistoryEvent) -> None:
+        if event.event_type == EventType.SIGNAL_RECEIVED:
+            self._inbox.deliver_signal(event.payload)
+        elif event.event_type == EventType.MESSAGE_RECEIVED:
+            self._streams.deliver(event.payload)
         else:
-            self._resolve(future, error=failures.rebuild(ActivityFailed, event.payload))
-
-    def _check_unreached(self) -> None:
-        if self._fatal is not None or self._ready:
-            return
-        unreached = sorted(s for s in self._recorded if s not in self._issued)
-        if unreached:
-            step = unreached[0]
-            event = self._recorded[step]
-            recorded = _SIGNATURE_OF_EVENT[event.event_type](event.payload)
-            raise NonDeterminismError(
-                step,
-                describe_signature(recorded),
-                None,
-                "history holds a step the code never reached",
-            )
-
-    # --------------------------------------------------------------- scheduling
-    def _spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet.greenlet:
-        gr = greenlet.greenlet(fn, parent=self._hub)
-        gr.dw_runtime = self  # type: ignore[attr-defined]
-        self._greenlets.append(gr)
-        self._ready.append((gr, args, None))
-        return gr
-
-    def _run_ready(self) -> None:
-        while True:
-            while self._ready:
-                gr, value, error = self._ready.popleft()
-                if gr.dead:
-                    continue
-                if error is not None:
-                    gr.throw(error)
-                elif not gr:  # not started yet: ``value`` holds the call arguments
-                    gr.switch(*value)
-                else:
-                    gr.switch(value)
-                self._after_switch(gr)
-                if self._fatal is not None:
-                    raise self._fatal
-            if not self._check_conditions():
-                return
-
-    def _after_switch(self, gr: greenlet.greenlet) -> None:
-        """Record FailureHandled for failures the greenlet caught and ran on from."""
-        thrown = self._thrown.pop(gr, None)
-        if not thrown:
-            return
-        escaped = getattr(gr, "dw_error", None)
-        for step, exc in thrown:
-            if exc is escaped or not step:
-                continue
-            self._mark(
-                ("handled", step),
-                RecordFailureHandled(
-                    step=step,
-                    exception_type=text_of(
-                        getattr(exc, "exception_type", "") or type(exc).__name__
-                    ),
-                    message=text_of(exc),
-                ),
-            )
-
-    def _raise_into_body(self, step: int, error: BaseException) -> None:
-        """Raise a step's failure in the current greenlet, remembering it for FailureHandled."""
-        self._thrown.setdefault(greenlet.getcurrent(), []).append((step, error))
-        raise error
-
-    def _mark(self, key: Hashable, command: Command) -> None:
-        """Record a fact once: history already holding ``key`` means it was recorded."""
-        if key in self._markers:
-            return
-        self._markers.add(key)
-        if not self._query_mode:
-            self._new.append(command)
-
-    def _resolve(
-        self, future: Future, *, value: Any = None, error: BaseException | None = None
-    ) -> None:
-        self._resolutions += 1
-        future.done, future.value, future.error = True, value, error
-        future.order = self._resolutions
-        for gr in future.waiters:
-            waited, multi = self._waiting.pop(gr, ([future], False))
-            for other in waited:
-                if other is not future and gr in other.waiters:
-                    other.waiters.remove(gr)
-            if multi:
-                self._ready.append((gr, None, None))  # the waiter re-inspects its futures
-            else:
-                self._ready.append((gr, value, error))
-        future.waiters.clear()
-
-    def _main(self, *args: Any) -> None:
-        try:
-            self.instance = self._factory()
-            result = self.instance.handle(*args)
-            if self.closed is None:
-                self.closed = (
-                    CancelWorkflow(reason=self._cancel_reason)
-                    if self._cancel_requested
-                    else CompleteWorkflow(result=self._encode(result))
-                )
-        except _Abort:
-            return
-        except ContinueAsNewRequested as request:
-            if self.closed is None:
-                self.closed = ContinueAsNew(
-                    arguments=self._encode(list(request.arguments)),
-                    message_cursors=dict(self._stream_cursors),
-                )
-        except greenlet.GreenletExit:
-            raise
-        except WorkflowCancelled:
-            if self.closed is None:
-                self.closed = CancelWorkflow(reason=self._cancel_reason)
-        except BaseException as exc:  # the body failed: that is an outcome
-            self._fail_run(exc)
+            self._inbox.deliver_update(event.payload)
 
     def _deliver_cancel(self, reason: str | None) -> None:
         """Raise ``WorkflowCancelled`` in the body where it waits (once)."""
         if self._cancel_requested:
             return
         self._cancel_requested, self._cancel_reason = True, reason
-        main = self._greenlets[0] if self._greenlets else None
-        if main is None or main.dead:
-            return
-        waited, _ = self._waiting.pop(main, ([], False))
-        for future in waited:
-            if main in future.waiters:
-                future.waiters.remove(main)
-            self._abandon(future)
-        self._ready.append((main, None, WorkflowCancelled(reason or "the workflow was cancelled")))
+        error = WorkflowCancelled(reason or "the workflow was cancelled")
+        for future in self._scheduler.interrupt_main(error):
+            op = self._core.ops.owner_of(future)
+            if isinstance(op, WaitOp):
+                self._waits.forget(op)
 
-    def _fail_run(self, exc: BaseException) -> None:
-        greenlet.getcurrent().dw_error = exc  # type: ignore[attr-defined]
-        if self.closed is None:
-            self.closed = FailWorkflow(failure=failures.describe(exc))
+    # ------------------------------------------------------ scheduler's hooks
+    def _failure_handled(self, step: int, error: BaseException) -> None:
+        """Workflow code caught a step's failure and ran on: record that once."""
+        self._outbox.mark(
+            ("handled", step),
+            RecordFailureHandled(
+                step=step,
+                exception_type=text_of(
+                    getattr(error, "exception_type", "") or type(error).__name__
+                ),
+                message=text_of(error),
+            ),
+        )
 
-    # ------------------------------------------------- called from body code
-    def now(self) -> dt.datetime:
-        assert self._now is not None
-        return self._now
+    def _conditions_changed(self) -> bool:
+        return self._waits.check_conditions()
 
-    def _kind_of_step(self, step: int) -> str | None:
-        sig = self._issued.get(step)
-        return sig[0] if sig else None
-
-    def _next_step(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
-        """Claim the next step number; returns it and the event history recorded for it."""
-        if self._unwinding:
-            raise greenlet.GreenletExit()
-        if greenlet.getcurrent() in self._restricted:
-            raise QueryCommandError(
-                "queries and wait predicates may only read workflow state; they cannot "
-                f"call durable helpers (asked for {describe_signature(sig)})"
-            )
-        self._step += 1
-        step = self._step
-        recorded = self._recorded.get(step)
-        if recorded is not None:
-            recorded_sig = _SIGNATURE_OF_EVENT[recorded.event_type](recorded.payload)
-            if recorded_sig != sig:
-                self.fail_fatally(
-                    NonDeterminismError(
-                        step, describe_signature(recorded_sig), describe_signature(sig)
-                    )
+    # ------------------------------------------------------------------ body
+    def _main(self, *args: Any) -> None:
+        outbox = self._outbox
+        try:
+            self.instance = self._factory()
+            result = self.instance.handle(*args)
+            if outbox.closed is None:
+                outbox.closed = (
+                    CancelWorkflow(reason=self._cancel_reason)
+                    if self._cancel_requested
+                    else CompleteWorkflow(result=self._core.payloads.encode(result))
                 )
-        self._issued[step] = sig
-        return step, recorded
-
-    def _issue(self, command: Command, recorded: HistoryEvent | None) -> None:
-        if recorded is None and not self._query_mode:
-            self._new.append(command)
-
-    def _wait(self, step: int, future: Future) -> Any:
-        if not future.done:
-            gr = greenlet.getcurrent()
-            future.waiters.append(gr)
-            self._waiting[gr] = ([future], False)
-            assert self._hub is not None
-            try:
-                return self._hub.switch()
-            except BaseException as exc:
-                if exc is future.error:
-                    self._thrown.setdefault(gr, []).append((step, exc))
-                raise
-        if future.error is not None:
-            self._raise_into_body(step, future.error)
-        return future.value
-
-    def _wait_any(self, futures: list[Future]) -> None:
-        """Block until at least one of ``futures`` is resolved (returns at once if one is)."""
-        if any(f.done for f in futures):
+        except Abort:
             return
-        gr = greenlet.getcurrent()
-        for future in futures:
-            future.waiters.append(gr)
-        self._waiting[gr] = (futures, True)
-        assert self._hub is not None
-        self._hub.switch()
+        except ContinueAsNewRequested as request:
+            if outbox.closed is None:
+                outbox.closed = ContinueAsNew(
+                    arguments=self._core.payloads.encode(list(request.arguments)),
+                    message_cursors=dict(self._streams.cursors),
+                )
+        except greenlet.GreenletExit:
+            raise
+        except WorkflowCancelled:
+            outbox.close(CancelWorkflow(reason=self._cancel_reason))
+        except BaseException as exc:  # the body failed: that is an outcome
+            self._core.body_failed(exc)
 
-    def fail_fatally(self, error: BaseException) -> None:
-        """Stop the task: ``error`` leaves ``feed`` and nothing is persisted."""
-        self._fatal = error
-        raise _Abort()
+    def now(self) -> dt.datetime:
+        assert self._ledger.now is not None
+        return self._ledger.now
 
-    # ----------------------------------------------------------------- codec
-    def _encode(self, value: Any) -> dict[str, Any]:
-        return envelope.encode(value, self.codec)
+    def continue_as_new(self, arguments: list[Any]) -> None:
+        if greenlet.getcurrent() is not self._scheduler.main:
+            raise TypeError("continue_as_new() can only be called from the workflow body")
+        raise ContinueAsNewRequested(arguments)
 
-    def _decode(self, env: Any) -> Any:
-        return envelope.decode(env, expected_codec=self.codec)
+    def should_continue_as_new(self) -> bool:
+        events = self.limits.get("continue_as_new_event_threshold", 10_000)
+        size = self.limits.get("continue_as_new_size_threshold", 5 * 1024 * 1024)
+        return bool(events and self.history_length() >= events) or bool(
+            size and self.history_size() >= size
+        )
 
-    # -------------------------------------------------------------- teardown
+    def child_steps(self) -> list[int]:
+        """The steps of the children the body started, in order."""
+        return [op.step for op in self._core.ops.children()]
+
+    def child_run_id(self, step: int) -> str | None:
+        """The run id of the child started at ``step``, once history says it started."""
+        return self._ledger.child_run_id(step)
+
+    def query(self, method: Callable[..., Any], args: list[Any]) -> Any:
+        """Call a query method on the replayed instance; durable helpers are refused."""
+        self._outbox.query_mode = True
+        self._scheduler.hub = greenlet.getcurrent()
+        value, error = self._scheduler.call_restricted(lambda: method(*args))
+        if error is not None:
+            raise error
+        return value
+
     def dispose(self) -> None:
         """Unwind every suspended greenlet deliberately (runs user finally blocks)."""
-        self._unwinding = True
-        hub = greenlet.getcurrent()
-        for gr in self._greenlets:
-            if not gr.dead:
-                gr.parent = hub
-                with contextlib.suppress(DurableWorkflowError, _Abort):
-                    gr.throw(greenlet.GreenletExit())
-        self._greenlets.clear()
+        self._scheduler.dispose()
 
 
 def current_runtime() -> WorkflowRuntime | None:
     """The runtime whose body is executing on this greenlet, if any."""
-    return getattr(greenlet.getcurrent(), "dw_runtime", None)
+    runtime = getattr(greenlet.getcurrent(), "dw_runtime", None)
+    return runtime if isinstance(runtime, WorkflowRuntime) else None

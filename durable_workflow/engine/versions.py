@@ -21,14 +21,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from durable_workflow import text
 from durable_workflow.engine.commands import RecordVersionMarker
+from durable_workflow.engine.core import Core
 from durable_workflow.exceptions import NonDeterminismError, VersionNotSupported
-
-if TYPE_CHECKING:
-    from durable_workflow.engine.runtime import WorkflowRuntime
 
 DEFAULT_VERSION = -1
 
@@ -46,20 +45,21 @@ def definition_fingerprint(cls: type) -> str:
     return "sha256:" + hashlib.sha256(material).hexdigest()[:32]
 
 
-class VersionsMixin:
-    def _init_versions(self: WorkflowRuntime) -> None:
-        self._versions: dict[str, dict[str, Any]] = {}
-        self.started_fingerprint: str | None = None
+class Versions:
+    """Answers ``get_version()`` / ``patched()`` for one run."""
 
-    def get_version(
-        self: WorkflowRuntime, change_id: str, min_supported: int, max_supported: int, kind: str
-    ) -> int:
+    def __init__(self, core: Core, instance: Callable[[], Any]) -> None:
+        self._core = core
+        self._instance = instance  # the workflow instance, once the body built it
+
+    def get_version(self, change_id: str, min_supported: int, max_supported: int, kind: str) -> int:
         if not isinstance(change_id, str) or not change_id.strip():
             raise ValueError("a version change id must be a non-empty string")
         text.check(change_id, field="version change id", max_length=text.NAME_MAX)
         if min_supported > max_supported:
             raise ValueError("min_supported cannot be greater than max_supported")
-        recorded = self._versions.get(change_id)
+        ledger = self._core.ledger
+        recorded = ledger.version_marker(change_id)
         if recorded is not None:
             return self._recorded_version(change_id, recorded, min_supported, max_supported, kind)
         if self._old_territory():
@@ -69,20 +69,20 @@ class VersionsMixin:
                     f"{DEFAULT_VERSION}), but the code supports {min_supported}..{max_supported}"
                 )
             return DEFAULT_VERSION
-        marker = {
+        marker: dict[str, Any] = {
             "change_id": change_id,
             "version": max_supported,
             "min_supported": min_supported,
             "max_supported": max_supported,
-            "sequence": self._step,
+            "sequence": ledger.step,
             "marker_kind": kind,
         }
-        self._versions[change_id] = marker
-        self._mark(("version", change_id), RecordVersionMarker(**marker))
+        ledger.note_version(change_id, marker)
+        self._core.outbox.mark(("version", change_id), RecordVersionMarker(**marker))
         return max_supported
 
     def _recorded_version(
-        self: WorkflowRuntime,
+        self,
         change_id: str,
         recorded: dict[str, Any],
         min_supported: int,
@@ -90,19 +90,20 @@ class VersionsMixin:
         kind: str,
     ) -> int:
         version = int(recorded["version"])
-        if int(recorded.get("sequence", self._step)) != self._step:
-            self.fail_fatally(
+        step = self._core.ledger.step
+        if int(recorded.get("sequence", step)) != step:
+            self._core.fail_fatally(
                 NonDeterminismError(
-                    self._step,
+                    step,
                     f"VersionMarkerRecorded({change_id}) at step {recorded.get('sequence')}",
-                    f"get_version({change_id}) at step {self._step}",
+                    f"get_version({change_id}) at step {step}",
                     "a change id may mark only one branch point",
                 )
             )
         if recorded.get("marker_kind", kind) != kind:
-            self.fail_fatally(
+            self._core.fail_fatally(
                 NonDeterminismError(
-                    self._step,
+                    step,
                     f"VersionMarkerRecorded({change_id}, {recorded.get('marker_kind')})",
                     f"{kind}({change_id})",
                     "patched() and get_version() cannot share a change id",
@@ -115,8 +116,12 @@ class VersionsMixin:
             )
         return version
 
-    def _old_territory(self: WorkflowRuntime) -> bool:
-        if any(step > self._step for step in self._recorded):
+    def _old_territory(self) -> bool:
+        ledger = self._core.ledger
+        if ledger.holds_steps_after(ledger.step):
             return True
-        current = definition_fingerprint(type(self.instance)) if self.instance else None
-        return bool(self.started_fingerprint and current and self.started_fingerprint != current)
+        instance = self._instance()
+        workflow_class: type = type(instance)
+        current = definition_fingerprint(workflow_class) if instance else None
+        started = ledger.started_fingerprint
+        return bool(started and current and started != current)

@@ -29,7 +29,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
-from durable_workflow.engine.steps import LocalRequest
+from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.attempts import attempt_fields

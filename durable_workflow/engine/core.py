@@ -1,0 +1,49 @@
+"""The parts every feature of the runtime works through, bundled once per run.
+
+``Core`` holds the run's determinism ledger, scheduler, operation table,
+outbox and payload converter, and the two moves that need more than one of
+them: claiming a step and failing the body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from durable_workflow.engine.events import HistoryEvent
+from durable_workflow.engine.ledger import DeterminismLedger
+from durable_workflow.engine.operations import OperationTable
+from durable_workflow.engine.outbox import Outbox
+from durable_workflow.engine.payloads import Payloads
+from durable_workflow.engine.scheduler import Scheduler
+from durable_workflow.engine.signatures import Signature, describe_signature
+from durable_workflow.exceptions import NonDeterminismError
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Core:
+    ledger: DeterminismLedger
+    scheduler: Scheduler
+    ops: OperationTable
+    outbox: Outbox
+    payloads: Payloads
+
+    def claim(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
+        """Claim the next step for a call of ``sig``; returns it and what history recorded.
+
+        A mismatch with history stops the task (the body cannot catch it).
+        """
+        self.scheduler.check_may_step(sig, describe_signature)
+        try:
+            return self.ledger.claim(sig)
+        except NonDeterminismError as error:
+            self.fail_fatally(error)
+
+    def fail_fatally(self, error: BaseException) -> NoReturn:
+        """Stop the task: ``error`` leaves ``feed`` and nothing is persisted."""
+        self.scheduler.fail_fatally(error)
+
+    def body_failed(self, error: BaseException) -> None:
+        """Workflow code let ``error`` escape: the run fails (first failure wins)."""
+        self.scheduler.escaped(error)
+        self.outbox.fail(error)

@@ -1,0 +1,72 @@
+"""Structural limits the body can hit: open operations of a kind, commands in one group.
+
+Exceeding a limit fails the run with a ``structural_limit`` failure; workflow
+code cannot catch it. From ``WARNING_RATIO`` of a limit on, a warning is logged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import NoReturn
+
+from durable_workflow.engine import failures
+from durable_workflow.engine.commands import FailWorkflow
+from durable_workflow.engine.operations import OperationTable
+from durable_workflow.engine.outbox import Outbox
+from durable_workflow.engine.scheduler import Abort
+from durable_workflow.exceptions import StructuralLimitExceeded
+
+logger = logging.getLogger("durable_workflow")
+
+#: Structural limits log a warning from this share of their ceiling on.
+WARNING_RATIO = 0.8
+
+#: Which operations each pending-count limit counts.
+_COUNTED_KIND = {
+    "pending_activity_count": "activity",
+    "pending_child_count": "child",
+    "pending_timer_count": "timer",
+}
+
+
+class StructuralLimits:
+    """The configured limits of one run (``configured`` is set by the executor)."""
+
+    def __init__(self, ops: OperationTable, outbox: Outbox, run_id: str) -> None:
+        self._ops = ops
+        self._outbox = outbox
+        self._run_id = run_id
+        #: Limit name -> ceiling (0 or absent: no limit); also the history budget.
+        self.configured: dict[str, int] = {}
+
+    def check_pending(self, kind: str, adding: int) -> None:
+        """Fail the run if ``adding`` more open operations would pass the ``kind`` limit."""
+        configured = self.configured.get(kind, 0)
+        if not configured:
+            return
+        counted = _COUNTED_KIND.get(kind)
+        pending = self._ops.open_count(counted) if counted else 0
+        if pending + adding > configured:
+            self.fail(kind, pending + adding, configured)
+        if pending + adding >= configured * WARNING_RATIO:
+            logger.warning(
+                "run %s is at %s of %s %s", self._run_id, pending + adding, configured, kind
+            )
+
+    def check_batch(self, size: int) -> None:
+        configured = self.configured.get("command_batch_size", 0)
+        if configured and size > configured:
+            self.fail("command_batch_size", size, configured)
+
+    def fail(self, kind: str, value: int, configured: int) -> NoReturn:
+        """Exceeding a structural limit fails the run; user code cannot swallow it."""
+        error = StructuralLimitExceeded(kind, value, configured)
+        info = failures.describe(error, category="structural_limit")
+        details = {
+            "structural_limit_kind": kind,
+            "structural_limit_value": value,
+            "structural_limit_configured": configured,
+        }
+        self._outbox.close(FailWorkflow(failure=dataclasses.replace(info, details=details)))
+        raise Abort()

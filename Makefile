@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := durable_workflow tests example_project
 
-.PHONY: venv example test lint
+.PHONY: venv example test lint typecheck
 
 venv: $(STAMP)
 
@@ -22,9 +22,14 @@ example: venv
 test: venv
 	bash scripts/test $(PYTEST_ARGS)
 
-lint: venv
+lint: venv typecheck
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
+
+# mypy (strict, on the files listed in pyproject.toml) and the import-layering contracts.
+typecheck: venv
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Benchmarks against bare Celery and DBOS (needs the local PostgreSQL and Redis).
 .PHONY: bench

@@ -26,6 +26,7 @@ from durable_workflow.engine.events import (
 )
 from durable_workflow.engine.signatures import (
     MARKER_KEYS,
+    SIGNATURE_OF_EVENT,
     Signature,
     describe_signature,
     signature_of,
@@ -56,40 +57,41 @@ class DeterminismLedger:
         self._local_started: dict[int, int] = {}
         self._local_retried: dict[int, tuple[int, str | None]] = {}
         self._child_runs: dict[int, str] = {}
-        self._seen: list[HistoryEvent] = []
+        #: The events delivered to the body so far (the feed appends each one).
+        self.seen: list[HistoryEvent] = []
         self._sizes = (0, 0)  # (events measured, their payload bytes)
 
     # -------------------------------------------------------------- indexing
     def index(self, events: Iterable[HistoryEvent]) -> list[HistoryEvent]:
         """Learn what ``events`` record; returns the local-activity outcomes among them."""
         local_outcomes: list[HistoryEvent] = []
-        markers = self._markers
-        for event in events:
+        markers, issued, recorded = self._markers, self._issued, self._recorded
+        for event in events:  # the cold-replay hot loop: kept flat on purpose
             kind = event.event_type
+            payload = event.payload
             marker = MARKER_KEYS.get(kind)
             if marker is not None:
-                markers.add(marker(event.payload))
-            elif event.payload.get("local_activity"):
+                markers.add(marker(payload))
+            elif payload.get("local_activity"):
                 if self._index_local(event):
                     local_outcomes.append(event)
+            elif kind in COMMAND_EVENTS:
+                step = event.step
+                if step is None or (
+                    kind == EventType.TIMER_SCHEDULED and payload.get("timer_kind")
+                ):
+                    continue  # a wait's deadline belongs to that wait's step
+                if step in issued:
+                    self._verify(step, event)
+                else:
+                    recorded[step] = event
             elif kind == EventType.VERSION_MARKER_RECORDED:
-                change_id = str(event.payload.get("change_id"))
-                self._versions[change_id] = dict(event.payload)
+                change_id = str(payload.get("change_id"))
+                self._versions[change_id] = dict(payload)
                 markers.add(("version", change_id))
-            else:
-                self._index_command(event)
+            elif kind == EventType.ACTIVITY_CANCELLED and payload.get("selection_group_id"):
+                markers.add(("sel_cancel", event.step))
         return local_outcomes
-
-    def _index_command(self, event: HistoryEvent) -> None:
-        kind = event.event_type
-        if kind == EventType.ACTIVITY_CANCELLED and event.payload.get("selection_group_id"):
-            self._markers.add(("sel_cancel", event.step))
-        step = event.step
-        if step is None or kind not in COMMAND_EVENTS:
-            return
-        if kind == EventType.TIMER_SCHEDULED and event.payload.get("timer_kind"):
-            return  # the deadline of a wait: it belongs to that wait's step
-        self._record(step, event)
 
     def _index_local(self, event: HistoryEvent) -> bool:
         """Index one local-activity event; True if it is the activity's outcome."""
@@ -98,7 +100,10 @@ class DeterminismLedger:
             return False
         kind = event.event_type
         if kind == EventType.ACTIVITY_SCHEDULED:
-            self._record(step, event)
+            if step in self._issued:
+                self._verify(step, event)
+            else:
+                self._recorded[step] = event
         elif kind == EventType.ACTIVITY_STARTED:
             self._local_started[step] = int(event.payload.get("attempt_number", 1))
         elif kind == EventType.ACTIVITY_RETRY_SCHEDULED:
@@ -111,20 +116,13 @@ class DeterminismLedger:
             return True
         return False
 
-    def _record(self, step: int, event: HistoryEvent) -> None:
-        issued = self._issued.get(step)
-        if issued is None:
-            self._recorded[step] = event
-            return
+    def _verify(self, step: int, event: HistoryEvent) -> None:
+        """History recorded ``event`` at a step the body already took: they must agree."""
         recorded = signature_of(event)
-        if recorded != issued:
+        if recorded != self._issued[step]:
             raise NonDeterminismError(
-                step, describe_signature(recorded), describe_signature(issued)
+                step, describe_signature(recorded), describe_signature(self._issued[step])
             )
-
-    def delivered(self, event: HistoryEvent) -> None:
-        """``event`` is being delivered to the body (after ``index``)."""
-        self._seen.append(event)
 
     # -------------------------------------------------------------- claiming
     def claim(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
@@ -133,7 +131,7 @@ class DeterminismLedger:
         step = self.step
         recorded = self._recorded.get(step)
         if recorded is not None:
-            recorded_sig = signature_of(recorded)
+            recorded_sig = SIGNATURE_OF_EVENT[recorded.event_type](recorded.payload)
             if recorded_sig != sig:
                 raise NonDeterminismError(
                     step, describe_signature(recorded_sig), describe_signature(sig)
@@ -201,12 +199,12 @@ class DeterminismLedger:
     # --------------------------------------------------------------- budget
     def history_length(self) -> int:
         """Events up to the one being delivered: the same value on every replay."""
-        return self._seen[-1].sequence if self._seen else 0
+        return self.seen[-1].sequence if self.seen else 0
 
     def history_size(self) -> int:
         """Payload bytes of the events up to the one being delivered (deterministic)."""
         counted, size = self._sizes
-        for event in self._seen[counted:]:
+        for event in self.seen[counted:]:
             size += len(json.dumps(event.payload, separators=(",", ":")))
-        self._sizes = (len(self._seen), size)
+        self._sizes = (len(self.seen), size)
         return size

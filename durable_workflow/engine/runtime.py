@@ -92,7 +92,7 @@ class WorkflowRuntime:
         self._cancel_requested = False
         ledger = self._ledger = DeterminismLedger()
         scheduler = self._scheduler = Scheduler(
-            self, on_handled=self._failure_handled, on_idle=self._conditions_changed
+            self, on_handled=self._failure_handled, on_idle=lambda: False
         )
         outbox = self._outbox = Outbox(ledger)
         core = self._core = Core(ledger, scheduler, OperationTable(), outbox, Payloads(codec))
@@ -103,6 +103,7 @@ class WorkflowRuntime:
         collector = Collector()
         self._limits = limits = StructuralLimits(core.ops, core.outbox, self.run_id)
         self._waits = waits = Waits(core)
+        core.scheduler.on_idle = waits.check_conditions  # open conditions, re-checked
         self._steps = steps = Steps(core, collector, limits, waits)
         groups = Groups(core, collector, limits, waits)
         self._inbox = Inbox(core, waits, self._instance)
@@ -189,10 +190,10 @@ class WorkflowRuntime:
         scheduler.enter()
         for outcome in ledger.index(fresh):
             self._local_outcome_found(outcome)
-        run_ready, delivered, apply = scheduler.run_ready, ledger.delivered, self._apply
+        run_ready, seen, apply = scheduler.run_ready, ledger.seen, self._apply
         run_ready()  # bodies unblocked by local outcomes found while indexing
         for event in fresh:
-            delivered(event)
+            seen.append(event)
             apply(event)
             ledger.last_sequence = event.sequence
             run_ready()
@@ -280,9 +281,6 @@ class WorkflowRuntime:
                 message=text_of(error),
             ),
         )
-
-    def _conditions_changed(self) -> bool:
-        return self._waits.check_conditions()
 
     # ------------------------------------------------------------------ body
     def _main(self, *args: Any) -> None:

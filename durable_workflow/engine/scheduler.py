@@ -71,7 +71,8 @@ class Scheduler:
     ) -> None:
         self._owner = owner
         self._on_handled = on_handled
-        self._on_idle = on_idle
+        #: Asked when no greenlet is ready: True if it made one ready (a condition held).
+        self.on_idle = on_idle
         self.hub: greenlet.greenlet | None = None
         self._greenlets: list[BodyGreenlet] = []
         self._ready: deque[Ready] = deque()
@@ -80,7 +81,8 @@ class Scheduler:
         # Failures raised into a greenlet, per greenlet: (step, exception). Once the
         # greenlet runs on without letting one escape, it was handled.
         self._thrown: dict[greenlet.greenlet, list[tuple[int, BaseException]]] = {}
-        self._restricted: set[greenlet.greenlet] = set()
+        #: Greenlets running a predicate or a query: they may not take durable steps.
+        self.restricted: set[greenlet.greenlet] = set()
         self._resolutions = 0
         self.fatal: BaseException | None = None
         self.unwinding = False
@@ -127,7 +129,7 @@ class Scheduler:
                     self._after_switch(gr)
                 if self.fatal is not None:
                     raise self.fatal
-            if not self._on_idle():
+            if not self.on_idle():
                 return
 
     def _after_switch(self, gr: greenlet.greenlet) -> None:
@@ -151,20 +153,23 @@ class Scheduler:
 
         gr = BodyGreenlet(call, parent=greenlet.getcurrent())
         gr.dw_runtime = self._owner
-        self._restricted.add(gr)
+        self.restricted.add(gr)
         try:
             gr.switch()
         finally:
-            self._restricted.discard(gr)
+            self.restricted.discard(gr)
         if self.fatal is not None:
             raise self.fatal
         return outcome[0], outcome[1]
 
     def check_may_step(self, asked: T, describe: Callable[[T], str]) -> None:
-        """Refuse a durable step while unwinding or from a restricted greenlet."""
+        """Refuse a durable step while unwinding or from a restricted greenlet.
+
+        Callers on a hot path test ``unwinding or restricted`` first (cheaper than a call).
+        """
         if self.unwinding:
             raise greenlet.GreenletExit()
-        if self._restricted and greenlet.getcurrent() in self._restricted:
+        if self.restricted and greenlet.getcurrent() in self.restricted:
             raise QueryCommandError(
                 "queries and wait predicates may only read workflow state; they cannot "
                 f"call durable helpers (asked for {describe(asked)})"

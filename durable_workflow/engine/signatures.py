@@ -14,7 +14,7 @@ from durable_workflow.engine.events import EventType, HistoryEvent
 
 Signature = tuple[str, str | None]
 
-_SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
+SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.ACTIVITY_SCHEDULED: lambda p: (
         "local_activity" if p.get("execution_mode") == "local" else "activity",
         p.get("activity_type"),
@@ -59,7 +59,7 @@ MARKER_KEYS: dict[str, Callable[[dict[str, Any]], Hashable]] = {
 
 def signature_of(event: HistoryEvent) -> Signature:
     """The signature a command event recorded (only for events in ``COMMAND_EVENTS``)."""
-    return _SIGNATURE_OF_EVENT[event.event_type](event.payload)
+    return SIGNATURE_OF_EVENT[event.event_type](event.payload)
 
 
 def describe_signature(sig: Signature) -> str:

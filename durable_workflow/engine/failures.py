@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import threading
 import traceback as tb
+from collections.abc import Callable
 from typing import Any
 
 from durable_workflow.engine import exception_types
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.exception_types import class_path
-from durable_workflow.exceptions import ActivityFailed, NonRetryableError
+from durable_workflow.exceptions import DurableWorkflowError, NonRetryableError
 from durable_workflow.text import storable, text_of
 
 __all__ = ["Rebuilt", "class_path", "describe", "rebuild"]
@@ -52,27 +53,35 @@ def describe(exc: BaseException, *, category: str = "application") -> FailureInf
     )
 
 
-def rebuild(base: type[ActivityFailed], payload: dict[str, Any]) -> BaseException:
-    """An exception for a recorded failure payload, raised into a workflow body."""
+def rebuild(base: type[DurableWorkflowError], payload: dict[str, Any]) -> BaseException:
+    """An exception for a recorded failure payload, raised into a workflow body.
+
+    ``base`` is ``ActivityFailed`` or one of the child-workflow errors; every one
+    takes the message and the failure's fields as keywords.
+    """
     message = str(payload.get("message", ""))
-    fields = {
+    exception_type = str(payload.get("exception_type", ""))
+    exception_class = str(payload.get("exception_class", ""))
+    fields: dict[str, Any] = {
         "activity_type": str(payload.get("activity_type", "")),
-        "exception_type": str(payload.get("exception_type", "")),
-        "exception_class": str(payload.get("exception_class", "")),
+        "exception_type": exception_type,
+        "exception_class": exception_class,
         "non_retryable": bool(payload.get("non_retryable", False)),
         "failure_id": payload.get("failure_id"),
     }
-    original = exception_types.resolve(fields["exception_type"], fields["exception_class"])
+    original = exception_types.resolve(exception_type, exception_class)
     cls: type = base
     if original is not None and not issubclass(original, base):
         cls = _combined(base, original)
+    init: Callable[..., None] = base.__init__
     try:
         # BaseException's own __new__: a __new__ of the original class never runs.
-        exc = BaseException.__new__(cls)
-        base.__init__(exc, message, **fields)
+        exc: BaseException = BaseException.__new__(cls)
+        init(exc, message, **fields)
         exc.args = (message,)
     except TypeError:
-        exc = base(message, **fields)
+        make: Callable[..., BaseException] = base
+        exc = make(message, **fields)
     return exc
 
 

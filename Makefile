@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := durable_workflow tests example_project
 
-.PHONY: venv example test lint typecheck
+.PHONY: venv example test test-all lint typecheck
 
 venv: $(STAMP)
 
@@ -19,8 +19,12 @@ $(STAMP): pyproject.toml
 example: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput && ../$(BIN)/python manage.py run_example
 
+# `make test`: everything but the tests marked slow; `make test-all`: every test (CI).
 test: venv
 	bash scripts/test $(PYTEST_ARGS)
+
+test-all: venv
+	bash scripts/test --all $(PYTEST_ARGS)
 
 lint: venv typecheck
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -1,4 +1,8 @@
-"""The Celery app used by acceptance tests (broker from DW_BROKER_URL, Redis by default)."""
+"""The Celery app used by acceptance tests (broker from DW_BROKER_URL, Redis by default).
+
+Every broker key carries this test process's prefix (``tests.isolation``), so parallel
+workers and parallel runs never take each other's messages.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,14 @@ import os
 
 from celery import Celery
 
+from tests import isolation
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 app = Celery("durable_workflow_tests")
 app.conf.update(
-    broker_url=os.environ.get("DW_BROKER_URL", "redis://127.0.0.1:6379/15"),
+    broker_url=isolation.BROKER_URL,
+    broker_transport_options={"global_keyprefix": isolation.key_prefix()},
     task_ignore_result=True,
     worker_prefetch_multiplier=1,
     broker_connection_retry_on_startup=True,

@@ -6,8 +6,14 @@ import os
 import socket
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from durable_workflow import clock
+
+# No example may fail for being slow on a loaded machine, and nothing is written into
+# the work tree; a failure prints its example.
+hypothesis_settings.register_profile("durable_workflow", deadline=None, database=None)
+hypothesis_settings.load_profile("durable_workflow")
 
 
 def service_available(host: str, port: int) -> bool:
@@ -26,6 +32,13 @@ def require_service(name: str, host: str, port: int) -> None:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+def require_redis(url: str | None = None) -> None:
+    """Fail under CI, skip elsewhere, when the Redis at ``url`` (the broker's) is down."""
+    from tests import isolation
+
+    require_service("Redis", *isolation.host_port(url or isolation.BROKER_URL))
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,10 @@ thread, and deregisters on a warm shutdown. A registration silent for
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
+import re
 import socket
 import threading
 import uuid
@@ -164,8 +166,19 @@ def current_direct_queue() -> str | None:
 
 
 def direct_queue_name(nodename: str) -> str:
-    """The queue only one Celery node consumes: sticky and in-session tasks go there."""
-    return f"dw.direct.{nodename}"
+    """The queue only one Celery node consumes: sticky and in-session tasks go there.
+
+    Letters, digits, ``-`` and ``_`` only, at most 80 characters, so that every Kombu
+    transport accepts it (SQS is the strictest; the filesystem transport refuses the
+    ``@`` of a node name). The node name, made safe and cut short, keeps it readable;
+    a digest of the whole name keeps two nodes apart.
+    """
+    readable = _UNSAFE_IN_QUEUE_NAMES.sub("-", nodename).strip("-")[:56]
+    digest = hashlib.sha256(nodename.encode()).hexdigest()[:12]
+    return f"dw-direct-{readable}-{digest}"
+
+
+_UNSAFE_IN_QUEUE_NAMES = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def _queue_names(consumer: Any) -> list[str]:
@@ -191,8 +204,14 @@ def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     if direct and direct not in queues:
         try:
             sender.add_task_queue(direct)
-        except Exception:  # no direct routing then: tasks still reach the shared queues
-            logger.warning("could not consume the direct queue %s", direct, exc_info=True)
+        except Exception as exc:  # no direct routing then: tasks still reach the shared queues
+            # One line: a transport that cannot route to one node is a limit, not a crash.
+            logger.warning(
+                "this transport cannot route to one worker (direct queue %s: %s); sticky "
+                "and worker-session tasks go through the shared queues instead",
+                direct,
+                exc,
+            )
             _state["direct_queue"] = None
     if "prefork" in pool.lower() or "processes" in pool.lower():
         return  # children register themselves

@@ -112,7 +112,8 @@ LOGGING = {
         "activity": {"class": "logging.StreamHandler", "formatter": "activity"},
     },
     "loggers": {
-        "durable_workflow": {"handlers": ["console"], "level": "WARNING"},
+        # Not propagated: under the worker, Celery's root handler would print it again.
+        "durable_workflow": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         "orders": {"handlers": ["activity"], "level": "INFO", "propagate": False},
     },
 }

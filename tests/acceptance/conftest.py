@@ -12,10 +12,10 @@ import time
 import pytest
 from django.db import connection
 
-from tests.conftest import require_service
+from tests import isolation
+from tests.conftest import require_redis
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BROKER_URL = os.environ.get("DW_BROKER_URL", "redis://127.0.0.1:6379/15")
 
 
 class Worker:
@@ -42,13 +42,12 @@ class Worker:
 
 @pytest.fixture
 def broker():
-    require_service("Redis", "127.0.0.1", 6379)
-    import redis
-
-    client = redis.Redis.from_url(BROKER_URL)
-    client.flushdb()
-    yield BROKER_URL
-    client.flushdb()
+    """The broker, holding none of this process's keys before and after the test (the
+    worker processes started here inherit the key prefix: ``tests.isolation``)."""
+    require_redis()
+    isolation.delete_keys(isolation.BROKER_URL, isolation.key_prefix())
+    yield isolation.BROKER_URL
+    isolation.delete_keys(isolation.BROKER_URL, isolation.key_prefix())
 
 
 @pytest.fixture

@@ -29,11 +29,11 @@ from durable_workflow.models import (
     WorkflowSchedule,
 )
 from durable_workflow.schedules import ScheduleManager
+from tests import isolation
 from tests.acceptance.conftest import ROOT, wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
 
-LOCK_REDIS_URL = os.environ.get("DW_SCHEDULE_LOCK_REDIS", "redis://127.0.0.1:6379/13")
 SCHEDULES = 6
 SLOTS = 5  # one a second, both bounds of the window included
 TICKERS_PER_KIND = 3
@@ -41,12 +41,7 @@ TICKERS_PER_KIND = 3
 REDIS_SETTINGS = f"""
 from tests.settings import *  # noqa: F403
 
-CACHES = {{
-    "default": {{
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": {LOCK_REDIS_URL!r},
-    }}
-}}
+CACHES = {{"default": {isolation.redis_cache(isolation.LOCK_REDIS_URL)!r}}}
 """
 
 
@@ -68,38 +63,45 @@ def start_ticker(tmp_path: pathlib.Path, index: int, settings: str) -> subproces
         )
 
 
+def _ticked(tmp_path: pathlib.Path, index: int) -> bool:
+    return bool((tmp_path / f"ticker-{index}.out").read_bytes().strip())
+
+
 def test_concurrent_tickers_start_every_slot_exactly_once(broker, tmp_path):
     if connection.vendor != "postgresql":
         pytest.skip("the ticker race runs against PostgreSQL (DW_TEST_DB=postgres)")
-    import redis
-
-    redis.Redis.from_url(LOCK_REDIS_URL).flushdb()
+    isolation.delete_keys(isolation.LOCK_REDIS_URL, isolation.token())
     (tmp_path / "race_settings.py").write_text(REDIS_SETTINGS)
 
-    # Every schedule fires once a second inside a short window that opens after all
-    # tickers are up, so each slot is contended by every one of them.
-    opens = dt.datetime.fromtimestamp(math.ceil(time.time()) + 6, tz=dt.UTC)
-    closes = opens + dt.timedelta(seconds=SLOTS - 1)
-    for index in range(SCHEDULES):
-        ScheduleManager.create_from_spec(
-            schedule_id=f"race-{index}",
-            spec={
-                "intervals": [{"every": "PT1S"}],
-                "start_at": opens.isoformat(),
-                "end_at": closes.isoformat(),
-            },
-            action={"workflow_type": "tests.sleeper", "input": [3600]},
-            overlap_policy="allow_all",
-        )
     kinds = ["race_settings"] * TICKERS_PER_KIND + ["tests.settings"] * TICKERS_PER_KIND
     tickers = [start_ticker(tmp_path, i, kind) for i, kind in enumerate(kinds)]
     try:
+        # Every schedule fires once a second inside a short window that opens only once every
+        # ticker has ticked (however long the processes took to start), so each slot is
+        # contended by all of them.
+        wait_for(
+            lambda: all(_ticked(tmp_path, index) for index in range(len(tickers))),
+            timeout=120,
+            message="a ticker never ticked",
+        )
+        opens = dt.datetime.fromtimestamp(math.ceil(time.time()) + 2, tz=dt.UTC)
+        closes = opens + dt.timedelta(seconds=SLOTS - 1)
+        for index in range(SCHEDULES):
+            ScheduleManager.create_from_spec(
+                schedule_id=f"race-{index}",
+                spec={
+                    "intervals": [{"every": "PT1S"}],
+                    "start_at": opens.isoformat(),
+                    "end_at": closes.isoformat(),
+                },
+                action={"workflow_type": "tests.sleeper", "input": [3600]},
+                overlap_policy="allow_all",
+            )
         wait_for(
             lambda: not WorkflowSchedule.objects.filter(next_fire_at__isnull=False).exists(),
             timeout=60,
             message="the schedules never reached the end of their window",
         )
-        time.sleep(0.5)
     finally:
         for ticker in tickers:
             if ticker.poll() is None:

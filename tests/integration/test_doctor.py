@@ -18,7 +18,8 @@ from durable_workflow.models import Task, WorkflowRun
 from durable_workflow.operations import schemas
 from durable_workflow.operations.doctor import DoctorContext, report, run_checks
 from durable_workflow.store import tasks as task_store
-from tests.conftest import require_service
+from tests import isolation
+from tests.conftest import require_redis
 from tests.integration.helpers import start
 from tests.testapp import workflows
 
@@ -82,7 +83,7 @@ def fail_a_workflow_task(instance_id: str, monkeypatch):
 
 @pytest.fixture
 def redis():
-    require_service("Redis", "127.0.0.1", 6379)
+    require_redis()
 
 
 @pytest.fixture
@@ -268,12 +269,13 @@ def test_no_worker_on_a_queue_with_a_real_worker(redis, inline):
             shutdown_timeout=10,
             loglevel="WARNING",
         ):
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 60
             while not app.control.inspect(timeout=1).active_queues():
                 assert time.monotonic() < deadline, "the test worker never answered"
-            served = check(doctor(active_queues=None, inspect_timeout=2), "workers")
+            # Long enough for a loaded machine: the worker has answered once already.
+            served = check(doctor(active_queues=None, inspect_timeout=10), "workers")
             Task.objects.update(queue="dw-doctor-orphan")
-            orphan = check(doctor(active_queues=None, inspect_timeout=2), "workers")
+            orphan = check(doctor(active_queues=None, inspect_timeout=10), "workers")
     assert served["status"] == "ok", (served["message"], served["details"])
     assert orphan["status"] == "error"
     assert orphan["details"]["no_consumer"] == ["dw-doctor-orphan"]
@@ -294,10 +296,7 @@ def test_cache_without_locks_and_with_django_redis(redis):
         CACHES={"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
     ):
         assert check(doctor(), "cache_locks")["status"] == "error"
-    redis_cache = {
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": "redis://127.0.0.1:6379/14",
-    }
+    redis_cache = isolation.redis_cache()
     with override_settings(CACHES={"default": redis_cache}):
         assert check(doctor(), "cache_locks")["status"] == "ok"
     dead = {**redis_cache, "LOCATION": "redis://127.0.0.1:1/0"}

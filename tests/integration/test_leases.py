@@ -150,6 +150,27 @@ def test_racing_workflow_tasks_of_many_runs_write_no_duplicates(inline):
     assert Invocation.objects.count() == 16
 
 
+def wait_until_a_session_waits_for_a_lock(timeout: float = 30.0) -> None:
+    """Return once another PostgreSQL session is blocked on a lock (observed, not slept).
+
+    SQLite runs a whole transaction under its write lock, so a settle there cannot have
+    read anything before waiting: whenever it starts, the outcome is the same.
+    """
+    if connection.vendor != "postgresql":
+        return
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            assert time.monotonic() < deadline, "the settle never waited for the run lock"
+            time.sleep(0.01)
+
+
 def test_a_result_that_waited_for_the_run_lock_still_wakes_the_workflow(inline):
     """A settle that had to wait for the run lock must look for a waiting workflow task
     only once it holds the lock: the one it could see before may have run meanwhile."""
@@ -184,7 +205,7 @@ def test_a_result_that_waited_for_the_run_lock_still_wakes_the_workflow(inline):
     assert locked.wait(10)
     settling = threading.Thread(target=settle)
     settling.start()
-    time.sleep(0.5)  # the settle is now waiting for the run lock
+    wait_until_a_session_waits_for_a_lock()
     release.set()
     holder.join()
     settling.join()

@@ -15,7 +15,7 @@ from durable_workflow.models import Task
 from durable_workflow.operations import schemas
 from durable_workflow.operations.health import health
 from durable_workflow.operations.metrics import operator_metrics
-from tests.conftest import require_service
+from tests.conftest import require_redis
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,7 +74,7 @@ def test_metrics_view_requires_permission(client, operator, inline):
 
 
 def test_health_is_ok_then_503_when_a_blocking_check_fails(operator, inline, monkeypatch):
-    require_service("Redis", "127.0.0.1", 6379)
+    require_redis()
     url = reverse("durable_workflow_ops:health")
     response = operator.get(url)
     body = response.json()

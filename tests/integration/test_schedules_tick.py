@@ -25,7 +25,8 @@ from durable_workflow.schedules.tasks import (
     schedule_beat_entry,
     schedule_tick,
 )
-from tests.conftest import require_service
+from tests import isolation
+from tests.conftest import require_redis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -198,13 +199,8 @@ def test_the_celery_task_and_its_beat_entry():
 
 
 def test_the_django_redis_lock_admits_one_holder():
-    require_service("Redis", "127.0.0.1", 6379)
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": "redis://127.0.0.1:6379/14",
-        }
-    }
+    require_redis(isolation.CACHE_REDIS_URL)
+    caches = {"default": isolation.redis_cache()}
     with override_settings(CACHES=caches):
         from django.core.cache import cache
 

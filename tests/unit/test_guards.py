@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import subprocess
 import sys
@@ -151,3 +152,27 @@ def test_celery_task_names_are_fixed():
         "timer": "durable_workflow.timer_task",
     }
     assert celery.REPAIR_TASK == "durable_workflow.repair"
+
+
+def test_beat_entries_are_importable_before_django_loads_its_apps():
+    """``proj/celery.py`` builds its beat schedule while Django is still importing the
+    project (issue 31): neither entry may need the models."""
+    script = (
+        "import django.apps\n"
+        "from durable_workflow.schedules.tasks import schedule_beat_entry\n"
+        "from durable_workflow.transport.celery import beat_schedule\n"
+        "entries = {**beat_schedule(), **schedule_beat_entry()}\n"
+        "assert not django.apps.apps.ready\n"
+        "print(sorted(entries))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "durable-workflow-repair" in done.stdout
+    assert "durable-workflow-schedule-tick" in done.stdout

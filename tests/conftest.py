@@ -16,6 +16,12 @@ hypothesis_settings.register_profile("durable_workflow", deadline=None, database
 hypothesis_settings.load_profile("durable_workflow")
 
 
+def examples(full: int) -> int:
+    """How many examples a property test tries: ``full`` under ``make test-all`` (CI;
+    ``DW_TEST_ALL=1``), a quarter of them (at least 5) under ``make test``."""
+    return full if os.environ.get("DW_TEST_ALL") == "1" else max(5, full // 4)
+
+
 def service_available(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=1):

@@ -40,6 +40,7 @@ def test_worker_runs_a_multi_activity_workflow(start_worker):
     assert Invocation.objects.filter(name="add").count() == 10
 
 
+@pytest.mark.slow  # two worker start-ups and a lease to expire: `make test-all` (CI)
 def test_sigkill_mid_activity_then_another_worker_finishes(start_worker):
     first = start_worker(lease_seconds=3)
     stub = WorkflowStub.make("tests.kill-me", "accept-kill")

@@ -78,9 +78,11 @@ def register_worker(
     *,
     capabilities: list[str] | tuple[str, ...] = (),
     max_sessions: int = 0,
+    direct_queue: str | None = None,
 ) -> None:
     """A live registration of a worker elsewhere: its markers, queues, capabilities,
-    session capacity, and a direct queue ``dw.direct.<worker_id>``."""
+    session capacity, and its node's direct queue (default ``dw.direct.<worker_id>``:
+    a node of its own)."""
     workers.register(
         worker_id=worker_id,
         hostname="elsewhere",
@@ -91,7 +93,7 @@ def register_worker(
         sticky_cache={},
         now=clock.now(),
         compatibility=list(supported),
-        direct_queue=f"dw.direct.{worker_id}",
+        direct_queue=direct_queue or f"dw.direct.{worker_id}",
     )
 
 

@@ -11,6 +11,7 @@ import types
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import override_settings
 
 from durable_workflow import clock, executor
@@ -20,7 +21,7 @@ from durable_workflow.operations.doctor import DoctorContext, report, run_checks
 from durable_workflow.store import tasks as task_store
 from tests import isolation
 from tests.conftest import require_redis
-from tests.integration.helpers import start
+from tests.integration.helpers import register_worker, start
 from tests.testapp import workflows
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -237,6 +238,24 @@ def test_unregistered_type_and_past_deadline(inline):
     assert types_check["status"] == "error"
     assert types_check["details"]["workflow_types"] == ["renamed.away"]
     assert check(document, "run_deadlines")["status"] == "warning"
+
+
+def test_one_worker_node_on_sqlite_is_not_warned_about(inline):
+    """The quickstart's single ``celery worker`` (a prefork pool: two registered
+    processes, one node) got "workers share one SQLite database" (issue 22)."""
+    register_worker("host:11", direct_queue="dw-direct-celery-host-1")
+    register_worker("host:12", direct_queue="dw-direct-celery-host-1")
+    seen = {"celery@host": [{"name": "celery"}]}
+    one = check(doctor(active_queues=lambda connection: seen), "workers")
+    assert one["status"] == "ok", one["message"]
+    register_worker("other:13", direct_queue="dw-direct-celery-other-2")
+    seen["celery@other"] = [{"name": "celery"}]
+    two = check(doctor(active_queues=lambda connection: seen), "workers")
+    if connection.vendor == "sqlite":
+        assert two["status"] == "warning"
+        assert two["message"] == "2 worker nodes share one SQLite database; writers will queue up"
+    else:
+        assert two["status"] == "ok", two["message"]
 
 
 def test_no_worker_on_a_queue(inline):

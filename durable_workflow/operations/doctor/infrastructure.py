@@ -205,6 +205,18 @@ def _registered(ctx: DoctorContext) -> dict[str, list[str]]:
     return {worker_id: sorted(str(q) for q in queues or []) for worker_id, queues in rows}
 
 
+def _registered_nodes(ctx: DoctorContext) -> int:
+    """Celery nodes among the live registrations: the processes of one node (a prefork
+    pool's children) share its direct queue, so one ``celery worker`` counts once."""
+    from durable_workflow.models import WorkerRegistration
+
+    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
+    rows = WorkerRegistration.objects.filter(
+        status="active", last_heartbeat_at__gte=ctx.now - stale
+    ).values_list("worker_id", "direct_queue")
+    return len({direct or worker for worker, direct in rows})
+
+
 def check_workers(ctx: DoctorContext) -> CheckResult:
     title = "Workers consume every queue"
     broker = ctx.results.get("broker")
@@ -266,13 +278,14 @@ def check_workers(ctx: DoctorContext) -> CheckResult:
             "Fix the broker first.",
             details=details,
         )
-    if connections[_alias()].vendor == "sqlite" and len(set(consumers) | set(registered)) > 1:
+    nodes = max(len(consumers), _registered_nodes(ctx))
+    if connections[_alias()].vendor == "sqlite" and nodes > 1:
         return CheckResult(
             "workers",
             title,
             WARNING,
-            f"{len(consumers)} workers share one SQLite database; writers will queue up",
-            "Use PostgreSQL for more than one worker process.",
+            f"{nodes} worker nodes share one SQLite database; writers will queue up",
+            "Use PostgreSQL for more than one worker node.",
             details=details,
         )
     count = len(set(consumers) | set(registered))

@@ -197,6 +197,22 @@ def test_stuck_task_fails_strict_command(inline, redis):
     assert check(document, "stuck_tasks")["status"] == "warning"
 
 
+def test_text_output_names_the_stuck_instances(inline, redis):
+    """Only ``--json`` said which runs were concerned (issue 22): the text lists the
+    first ten instance ids, then a count."""
+    ids = [f"doctor-stuck-{index:02}" for index in range(12)]
+    for instance_id in ids:
+        start("tests.sequential", instance_id, "ada")
+    clock.advance(dt.timedelta(hours=1))
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("workflow_doctor", "--strict", "--stuck-after", "60", stdout=out)
+    lines = out.getvalue().splitlines()
+    stuck = lines.index(next(line for line in lines if "No ready task left unclaimed" in line))
+    assert lines[stuck + 1] == "    instances: " + ", ".join(ids[:10]) + " and 2 more"
+    assert lines[stuck + 2].startswith("    → ")
+
+
 def test_overdue_timer_and_expired_lease(inline):
     stub = start("tests.sleeper", "doctor-timer", 10)
     inline.run()  # the timer is scheduled, its task waits for fire_at

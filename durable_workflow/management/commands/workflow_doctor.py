@@ -70,9 +70,18 @@ class Command(BaseCommand):
             self.stdout.write(
                 style(f"{_MARKS[check['status']]} {check['title']}: ") + check["message"]
             )
+            instances = check["details"].get("affected_instances")
+            if check["status"] != "ok" and instances and instances["count"]:
+                self.stdout.write(f"    instances: {_listed(instances)}")
             if check["status"] != "ok" and check["next_step"]:
                 self.stdout.write(f"    → {check['next_step']}")
         summary = document["summary"]
         self.stdout.write(
             f"\n{summary['ok']} ok, {summary['warning']} warning(s), {summary['error']} error(s)"
         )
+
+
+def _listed(instances: dict[str, Any]) -> str:
+    """``a, b, c`` or ``a, b, … and 32 more`` (the first ids by name, then a count)."""
+    first, more = instances["first"], instances["count"] - len(instances["first"])
+    return ", ".join(first) + (f" and {more} more" if more > 0 else "")

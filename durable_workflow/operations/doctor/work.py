@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min, Q, QuerySet
 
 from durable_workflow.conf import get_settings
 from durable_workflow.models import (
@@ -33,6 +34,18 @@ REPAIR = (
     "Make sure the repair pass runs (the Celery beat entry, or "
     "`python manage.py workflow_repair --loop`) and that a worker consumes the queue."
 )
+
+
+#: Instance ids a finding lists by name; the rest are counted.
+SHOWN_INSTANCES = 10
+
+
+def affected(rows: QuerySet[Any, Any], field: str) -> dict[str, Any]:
+    """The instances a finding concerns (``field`` of ``rows`` holds their ids): how many,
+    and the first ids by name. The text output of ``workflow_doctor`` prints them: an
+    operator knows instances, not task ids."""
+    ids = rows.order_by(field).values_list(field, flat=True).distinct()
+    return {"count": ids.count(), "first": [str(i) for i in ids[:SHOWN_INSTANCES]]}
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -72,6 +85,7 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
             "threshold_seconds": threshold,
             "oldest_due_at": _iso(summary["oldest"]),
             "by_queue": per_queue,
+            "affected_instances": affected(stuck, "run__instance_id"),
         },
     )
 
@@ -92,7 +106,11 @@ def check_expired_leases(ctx: DoctorContext) -> CheckResult:
         f"{summary['count']} task lease(s) expired and were not reclaimed "
         f"(oldest expired {_age(ctx, summary['oldest']):.0f} s ago)",
         REPAIR,
-        details={"count": summary["count"], "oldest_expired_at": _iso(summary["oldest"])},
+        details={
+            "count": summary["count"],
+            "oldest_expired_at": _iso(summary["oldest"]),
+            "affected_instances": affected(expired, "run__instance_id"),
+        },
     )
 
 
@@ -114,7 +132,11 @@ def check_overdue_timers(ctx: DoctorContext) -> CheckResult:
         f"{summary['count']} timer(s) should have fired more than {threshold:.0f} s ago "
         f"(oldest due {_age(ctx, summary['oldest']):.0f} s ago)",
         REPAIR,
-        details={"count": summary["count"], "oldest_fire_at": _iso(summary["oldest"])},
+        details={
+            "count": summary["count"],
+            "oldest_fire_at": _iso(summary["oldest"]),
+            "affected_instances": affected(overdue, "run__instance_id"),
+        },
     )
 
 
@@ -134,7 +156,11 @@ def check_run_deadlines(ctx: DoctorContext) -> CheckResult:
         f"{count} open run(s) are past their run or execution deadline (e.g. {', '.join(sample)})",
         "A workflow task closes them as timed out; run `python manage.py workflow_repair "
         "--instance-id <id>` for each one if nothing happens.",
-        details={"count": count, "instances": sample},
+        details={
+            "count": count,
+            "instances": sample,
+            "affected_instances": affected(late, "instance_id"),
+        },
     )
 
 
@@ -159,7 +185,17 @@ def check_resume_paths(ctx: DoctorContext) -> CheckResult:
         "; ".join(parts),
         "Read the failure on the run's admin page, fix and deploy the code, then "
         "`python manage.py workflow_repair --instance-id <id>` (or the admin's repair action).",
-        details={"failed_workflow_task": failed, "missing_task": lost},
+        details={
+            "failed_workflow_task": failed,
+            "missing_task": lost,
+            "affected_instances": affected(
+                open_runs().filter(
+                    Q(id__in=runs_stopped_on_failed_task().values("id"))
+                    | Q(id__in=runs_missing_their_task().values("id"))
+                ),
+                "instance_id",
+            ),
+        },
     )
 
 
@@ -178,5 +214,9 @@ def check_history_budget(ctx: DoctorContext) -> CheckResult:
         f"{count} open run(s) have more than {events} events or {size} bytes of history",
         "Call `dw.continue_as_new(...)` from long-lived workflows when "
         "`self.should_continue_as_new()` says so.",
-        details={"count": count, "instances": sample},
+        details={
+            "count": count,
+            "instances": sample,
+            "affected_instances": affected(heavy, "instance_id"),
+        },
     )

@@ -16,9 +16,10 @@ hypothesis_settings.register_profile("durable_workflow", deadline=None, database
 hypothesis_settings.load_profile("durable_workflow")
 
 
-def examples(full: int) -> int:
-    """How many examples a property test tries: ``full`` under ``make test-all`` (CI;
-    ``DW_TEST_ALL=1``), a quarter of them (at least 5) under ``make test``."""
+def scaled(full: int) -> int:
+    """How many examples a property test tries (or steps a long run takes): ``full``
+    under ``make test-all`` (CI; ``DW_TEST_ALL=1``), a quarter (at least 5) under
+    ``make test``."""
     return full if os.environ.get("DW_TEST_ALL") == "1" else max(5, full // 4)
 
 

@@ -37,7 +37,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.executor import sticky
 from durable_workflow.models import Task, TaskStatus, Timer, TimerStatus
 from durable_workflow.testing import Replayer, freeze, travel_to
-from tests.conftest import examples
+from tests.conftest import scaled
 from tests.integration.helpers import event_types
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -282,7 +282,7 @@ def canonical_history(stub: WorkflowStub) -> list[Any]:
 
 
 @settings(
-    max_examples=examples(30),
+    max_examples=scaled(30),
     deadline=None,
     database=None,  # nothing written into the work tree; failures print their example
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

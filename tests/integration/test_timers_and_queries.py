@@ -10,12 +10,16 @@ from django.db import connection
 
 from durable_workflow import clock, executor
 from durable_workflow.models import Task, Timer
+from tests.conftest import scaled
 from tests.integration.helpers import event_types, events_of, start, tasks_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_timer_waits_for_the_clock_not_the_broker(inline):
+    # Frozen: the workflow reports the time it slept, which real seconds passing during
+    # a slow run would lengthen (it said "slept 3602" on a loaded machine).
+    clock.freeze()
     stub = start("tests.sleeper", "sleep-1", 3600)
     inline.run()
     stub.refresh()
@@ -90,12 +94,13 @@ def _queries_for_next_activity_task(stub) -> int:
 
 
 def test_database_work_per_step_does_not_grow_with_history(inline):
-    stub = start("tests.many-steps", "queries-1", 400)
+    steps = scaled(300)
+    stub = start("tests.many-steps", "queries-1", steps + 100)
     counts = []
-    for step in range(300):
+    for step in range(steps):
         wf = _queries_for_next_workflow_task(stub)
         act = _queries_for_next_activity_task(stub)
-        if step in (3, 299):
+        if step in (3, steps - 1):
             counts.append((wf, act))
     assert counts[0] == counts[1], counts
     print("queries per step (workflow task, activity task):", counts[0])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from durable_workflow import WorkflowStub
 from durable_workflow.engine.events import EventType
 from durable_workflow.models import HistoryEvent, WorkflowCommand, WorkflowRun
-from tests.conftest import examples
+from tests.conftest import scaled
 from tests.integration.test_webhooks import row_counts
 
 pytestmark = pytest.mark.django_db
@@ -121,7 +121,7 @@ def url_for(template: str, instance_id: str, run: str, name: str, stub: Any) -> 
 
 
 FUZZ = settings(
-    max_examples=examples(120),
+    max_examples=scaled(120),
     deadline=None,
     database=None,  # nothing written into the work tree; failures print their example
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -65,6 +65,7 @@ def _open_tasks() -> str:
     return "\n".join(str(row) for row in rows)
 
 
+@pytest.mark.slow  # every scenario again on a real worker, with real sleeps: make test-all
 def test_fake_mode_and_a_real_worker_agree(start_worker):  # noqa: F811
     faked = {}
     with WorkflowStub.fake():

@@ -11,14 +11,13 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import os
-import urllib.parse
 
 import pytest
 
 from durable_workflow import WorkflowStub, clock
 from durable_workflow.webhooks import sign
-from tests.conftest import require_service
+from tests import isolation
+from tests.conftest import require_redis
 from tests.integration.test_webhooks import ORDER, row_counts
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -189,12 +188,10 @@ def test_an_unreachable_replay_cache_fails_closed(client, settings):
 
 
 def test_the_replay_cache_can_be_redis(client, settings):
-    broker = urllib.parse.urlsplit(os.environ.get("DW_BROKER_URL", "redis://127.0.0.1:6379/15"))
-    require_service("Redis", broker.hostname or "127.0.0.1", broker.port or 6379)
-    location = f"redis://{broker.hostname}:{broker.port or 6379}/12"
+    require_redis(isolation.CACHE_REDIS_URL)
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "replay": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": location},
+        "replay": isolation.redis_cache(),
     }
     settings.DURABLE_WORKFLOW_WEBHOOKS = {
         "AUTH_METHOD": "signature",

@@ -13,7 +13,10 @@ Rules (see docs/explanation/replay.md):
 * inputs from outside the body (activity results, timer fires, signals,
   updates) are delivered one at a time in history order; after each delivery
   every ready greenlet runs, FIFO, until it blocks or finishes, and pending
-  condition predicates are re-checked;
+  condition predicates are re-checked; once the body has decided how the run
+  ends (returned, failed, continued as new) nothing more is delivered, so an
+  input recorded after that point stays unconsumed (and moves to the next run
+  on continue-as-new);
 * inline steps (side effects, zero-length timers, waits that are already
   satisfied) resolve at the moment the body reaches them;
 * facts the body produces along the way (a failure it handled, a signal it
@@ -190,9 +193,13 @@ class WorkflowRuntime:
         scheduler.enter()
         for outcome in ledger.index(fresh):
             self._local_outcome_found(outcome)
-        run_ready, seen, apply = scheduler.run_ready, ledger.seen, self._apply
+        run_ready, seen, apply, outbox = scheduler.run_ready, ledger.seen, self._apply, self._outbox
         run_ready()  # bodies unblocked by local outcomes found while indexing
         for event in fresh:
+            if outbox.closed is not None:
+                # The body decided how the run ends: later inputs are not consumed here
+                # (on continue-as-new the executor carries them to the next run).
+                break
             seen.append(event)
             apply(event)
             ledger.last_sequence = event.sequence

@@ -9,7 +9,6 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus, WorkflowRun
 from durable_workflow.store import activities, commands, messages, runs, sql, tasks
 from durable_workflow.store import children as child_store
-from durable_workflow.store import streams as stream_store
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -113,7 +112,8 @@ def continue_as_new(
 
     The new run inherits visibility (business key, labels, memo, search
     attributes), the execution deadline (the run deadline starts afresh), the
-    parent link, and every signal that was received but not yet consumed.
+    parent link, and every signal, update and message that was received but not
+    yet consumed, in the order this run received them.
     """
     from durable_workflow.executor import children, lifecycle
     from durable_workflow.executor.common import wake_workflow
@@ -160,17 +160,12 @@ def continue_as_new(
         "continued_from_run_id": str(run.id),
         "message_cursors": cursors or {},
     }
-    carried_signals = [
-        (EventType.SIGNAL_RECEIVED, payload)
-        for payload in messages.move_pending_signals(run.id, following.id)
-    ]
-    carried_messages = [
-        (EventType.MESSAGE_RECEIVED, message)
-        for message in stream_store.move_pending(run.id, following.id)
-    ]
     lifecycle.append(
         following,
-        [(EventType.WORKFLOW_STARTED, started), *carried_signals, *carried_messages],
+        [
+            (EventType.WORKFLOW_STARTED, started),
+            *messages.carry_pending_inputs(run.id, following.id),
+        ],
         now=now,
     )
     wake_workflow(following, now=now)

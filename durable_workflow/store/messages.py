@@ -7,8 +7,11 @@ import datetime as dt
 import uuid
 from typing import Any
 
+from django.db.models import QuerySet
+
 from durable_workflow.ids import uuid7
 from durable_workflow.models import (
+    HistoryEvent,
     SignalStatus,
     Task,
     TaskStatus,
@@ -16,9 +19,12 @@ from durable_workflow.models import (
     TimerStatus,
     UpdateStatus,
     WorkflowCommand,
+    WorkflowMessage,
     WorkflowSignal,
     WorkflowUpdate,
 )
+
+Event = tuple[str, dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,24 +165,49 @@ def cancel_timer_of_step(run_id: uuid.UUID, step: int) -> uuid.UUID | None:
     return timer.id
 
 
-def move_pending_signals(old_run_id: uuid.UUID, new_run_id: uuid.UUID) -> list[dict[str, Any]]:
-    """Signals received but never consumed follow the instance to its next run.
+#: Inputs a run may hold unconsumed when it continues as new, with the id key of each.
+_INPUT_IDS = {
+    "SignalReceived": "signal_id",
+    "UpdateAccepted": "update_id",
+    "MessageReceived": "message_id",
+}
 
-    Returns SignalReceived payloads for the new run's history, in arrival order.
+
+def carry_pending_inputs(old_run_id: uuid.UUID, new_run_id: uuid.UUID) -> list[Event]:
+    """Signals, updates and messages the run received but never consumed move to the next run.
+
+    Returns their events for the new run's history in the order the old run
+    recorded them (each marked ``carried_from_run_id``); their rows now belong
+    to the new run.
     """
-    rows = list(
-        WorkflowSignal.objects.filter(run_id=old_run_id, status=SignalStatus.RECEIVED).order_by(
-            "received_at", "id"
+    signals = _ids(WorkflowSignal.objects.filter(run_id=old_run_id, status=SignalStatus.RECEIVED))
+    updates = _ids(
+        WorkflowUpdate.objects.filter(
+            run_id=old_run_id, status=UpdateStatus.ACCEPTED, applied_step__isnull=True
         )
     )
-    WorkflowSignal.objects.filter(id__in=[r.id for r in rows]).update(run_id=new_run_id)
-    return [
-        {
-            "signal_id": str(r.id),
-            "signal_name": r.signal_name,
-            "arguments": r.arguments,
-            "command_id": str(r.command_id),
-            "carried_from_run_id": str(old_run_id),
-        }
-        for r in rows
-    ]
+    messages = _ids(WorkflowMessage.objects.filter(target_run_id=old_run_id, status="pending"))
+    wanted = signals | updates | messages
+    found: list[Event] = []
+    if not wanted:
+        return found
+    # Newest first, stopping once every pending input is found: a long run that sheds
+    # its history holds its unconsumed inputs near the end.
+    events = HistoryEvent.objects.filter(run_id=old_run_id, event_type__in=_INPUT_IDS).order_by(
+        "-sequence"
+    )
+    for event_type, payload in events.values_list("event_type", "payload").iterator(chunk_size=100):
+        input_id = str(payload.get(_INPUT_IDS[event_type]))
+        if input_id in wanted:
+            wanted.discard(input_id)
+            found.append((event_type, {**payload, "carried_from_run_id": str(old_run_id)}))
+            if not wanted:
+                break
+    WorkflowSignal.objects.filter(id__in=signals).update(run_id=new_run_id)
+    WorkflowUpdate.objects.filter(id__in=updates).update(run_id=new_run_id)
+    WorkflowMessage.objects.filter(id__in=messages).update(target_run_id=new_run_id)
+    return found[::-1]
+
+
+def _ids(rows: QuerySet[Any]) -> set[str]:
+    return {str(row_id) for row_id in rows.values_list("id", flat=True)}

@@ -83,14 +83,3 @@ def mark_consumed(message_ids: list[str], run_id: uuid.UUID, *, now: dt.datetime
     WorkflowMessage.objects.filter(id__in=message_ids).update(
         status="consumed", consumed_by_run_id=run_id, consumed_at=now
     )
-
-
-def move_pending(old_run_id: uuid.UUID, new_run_id: uuid.UUID) -> list[dict[str, Any]]:
-    """Delivered-but-unconsumed messages follow the instance to its next run."""
-    rows = list(
-        WorkflowMessage.objects.filter(target_run_id=old_run_id, status="pending").order_by(
-            "stream_key", "sequence"
-        )
-    )
-    WorkflowMessage.objects.filter(id__in=[r.id for r in rows]).update(target_run_id=new_run_id)
-    return [_payload(r) for r in rows]

@@ -250,6 +250,7 @@ from tests.testapp import (  # noqa: E402
     data_goldens,  # noqa: F401
     hostile,  # noqa: F401
     messaging,  # noqa: F401
+    patterns,  # noqa: F401
     sessions,  # noqa: F401
     testing_workflows,  # noqa: F401
     versioned,  # noqa: F401

@@ -15,7 +15,7 @@ from durable_workflow import registry
 from durable_workflow.executor import start_workflow
 from durable_workflow.executor.control import request_cancel, request_terminate
 from durable_workflow.models import TERMINAL_RUN_STATUSES
-from durable_workflow.models.schedules import ScheduleFireStatus
+from durable_workflow.models.schedules import ScheduleFireKind, ScheduleFireStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.schedules import store
 from durable_workflow.schedules.audit import (
@@ -56,13 +56,27 @@ class FireResult:
         return dataclasses.asdict(self)
 
 
-def instance_id_for(schedule_id: str, occurrence: dt.datetime, *, backfill: bool = False) -> str:
-    """``schedule:{id}:{UTC time}`` (``:backfill:`` for backfills); whole seconds stay short."""
+def instance_id_for(
+    schedule_id: str,
+    occurrence: dt.datetime,
+    *,
+    kind: str = ScheduleFireKind.TICK,
+    ordinal: int = 0,
+) -> str:
+    """The instance id of a fire slot; whole seconds stay short.
+
+    ``schedule:{id}:{UTC time}`` for a scheduled fire, ``schedule:{id}:backfill:{UTC
+    time}`` for a backfilled one and ``schedule:{id}:manual:{UTC time}:{ordinal}``
+    for the ``ordinal``-th manual trigger: a manual trigger never takes a scheduled
+    slot, nor another manual trigger's at the same instant.
+    """
     moment = occurrence.astimezone(dt.UTC)
     text = moment.strftime("%Y%m%dT%H%M%S")
     if moment.microsecond:
         text += f".{moment.microsecond:06d}"
-    middle = "backfill:" if backfill else ""
+    if kind == ScheduleFireKind.MANUAL:
+        return f"schedule:{schedule_id}:manual:{text}Z:{ordinal}"
+    middle = "backfill:" if kind == ScheduleFireKind.BACKFILL else ""
     return f"schedule:{schedule_id}:{middle}{text}Z"
 
 
@@ -92,7 +106,8 @@ def fire(
 ) -> FireResult:
     """Evaluate one occurrence: start, buffer or skip it (buffering only off backfill)."""
     policy = Policy(policy)
-    instance_id = instance_id_for(schedule.schedule_id, occurrence, backfill=kind == "backfill")
+    ordinal = store.manual_fire_count(schedule) + 1 if kind == ScheduleFireKind.MANUAL else 0
+    instance_id = instance_id_for(schedule.schedule_id, occurrence, kind=kind, ordinal=ordinal)
     if schedule.remaining_actions == 0:
         return skip(schedule, SkipReason.REMAINING_ACTIONS_EXHAUSTED, occurrence, now, context)
     # A buffering schedule with fires already waiting queues behind them.

@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 
 from durable_workflow.models.schedules import (
     ScheduleFire,
+    ScheduleFireKind,
     ScheduleFireStatus,
     ScheduleHistoryEvent,
     ScheduleStatus,
@@ -135,6 +136,13 @@ def update_fire(
     ScheduleFire.objects.filter(schedule_id=schedule.id, instance_id=instance_id).update(
         updated_at=now, **changes
     )
+
+
+def manual_fire_count(schedule: ScheduleRecord) -> int:
+    """Manual triggers the schedule recorded so far (the caller holds its lock)."""
+    return ScheduleFire.objects.filter(
+        schedule_id=schedule.id, kind=ScheduleFireKind.MANUAL
+    ).count()
 
 
 def get_fire(schedule: ScheduleRecord, instance_id: str) -> FireRecord | None:

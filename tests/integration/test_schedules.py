@@ -258,7 +258,7 @@ def test_manual_trigger_starts_now_and_keeps_the_cadence(frozen):
     daily(overlap_policy=ScheduleOverlapPolicy.ALLOW_ALL)
     travel_to(at(2026, 4, 10, 1, 15, 0, 250000))
     instance_id = ScheduleManager.trigger("nightly")
-    assert instance_id == "schedule:nightly:20260410T011500.250000Z"
+    assert instance_id == "schedule:nightly:manual:20260410T011500.250000Z:1"
     assert WorkflowInstance.objects.filter(instance_id=instance_id).exists()
     described = ScheduleManager.describe("nightly")
     assert described.next_fire_at == at(2026, 4, 10, 2, 0)

@@ -209,14 +209,17 @@ def test_manual_trigger_follows_the_policy(hourly, inline):
     hourly("skip", 864000)
     clock.freeze(at(0, 40))
     first = ScheduleManager.trigger("hourly")
-    assert first == "schedule:hourly:20260410T004000Z"
+    assert first == "schedule:hourly:manual:20260410T004000Z:1"
     inline.run()
-    assert ScheduleManager.trigger("hourly", overlap_policy="allow_all") is None  # same slot
+    # Another trigger at the same instant is another run, never the same slot.
+    assert ScheduleManager.trigger("hourly", overlap_policy="allow_all") == (
+        "schedule:hourly:manual:20260410T004000Z:2"
+    )
     clock.freeze(at(0, 41))
     assert ScheduleManager.trigger("hourly") is None
     assert ScheduleManager.describe("hourly").last_skip_reason == "overlap_policy_skip"
     clock.freeze(at(0, 42))
     assert ScheduleManager.trigger("hourly", overlap_policy="allow_all") == (
-        "schedule:hourly:20260410T004200Z"
+        "schedule:hourly:manual:20260410T004200Z:4"
     )
     assert ScheduleManager.describe("hourly").next_fire_at == at(1)

@@ -46,6 +46,11 @@ class Settings:
     TIMER_MAX_COUNTDOWN_SECONDS: int = 900
     #: Times a workflow task is retried when SQLite reports "database is locked".
     DATABASE_LOCKED_RETRIES: int = 10
+    #: Exceptions (dotted paths, class names or type keys) that fail a run when its body
+    #: raises them, besides activity and child failures and ``NonRetryableError``; any
+    #: other exception fails the workflow task and parks the run for a fix and a repair.
+    #: ``["Exception"]``: every exception fails the run, as the spec describes.
+    FAILURE_EXCEPTION_TYPES: list[str] = dataclasses.field(default_factory=list)
     #: Lease expiries (crashed or stuck attempts) an activity survives before it fails.
     ACTIVITY_MAX_LEASE_EXPIRIES: int = 5
     #: Identifier this process reports as lease owner (default: hostname:pid).
@@ -175,6 +180,12 @@ def get_settings() -> Settings:
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     _check_compatibility(raw)
+    types = raw.get("FAILURE_EXCEPTION_TYPES", [])
+    if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['FAILURE_EXCEPTION_TYPES'] must be a list of exception names "
+            "(dotted paths, class names or type keys)"
+        )
     return Settings(**raw)
 
 

@@ -185,6 +185,20 @@ class WorkflowParkedError(DurableWorkflowError):
         )
 
 
+class WorkflowTaskAttemptsExceeded(DurableWorkflowError):
+    """Recorded when a workflow task failed or killed its worker too often: it is parked
+    instead of being delivered again (``WORKFLOW_TASK_MAX_ATTEMPTS``)."""
+
+    def __init__(self, attempts: int, last_error: str = "") -> None:
+        self.attempts = attempts
+        self.last_error = last_error
+        last = last_error.splitlines()[-1] if last_error.strip() else "none recorded"
+        super().__init__(
+            f"the workflow task ended without an outcome {attempts} times (it failed, or "
+            f"its worker died); last error: {last}"
+        )
+
+
 class WorkflowTimeout(DurableWorkflowError):
     """Recorded on the failure row when a workflow execution or run deadline passes."""
 

@@ -27,6 +27,11 @@ workflow_terminated = Signal()
 activity_started = Signal()
 activity_completed = Signal()
 activity_failed = Signal()
+#: A workflow task failed and parked its run (no history event: the run is untouched).
+workflow_task_failed = Signal()
+
+#: ``LifecycleEvent.event_type`` of ``workflow_task_failed``.
+WORKFLOW_TASK_FAILED = "WorkflowTaskFailed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,3 +66,6 @@ SIGNAL_OF_EVENT = {
     "ActivityCompleted": activity_completed,
     "ActivityFailed": activity_failed,
 }
+
+#: Facts that are not history events -> the signal announcing them.
+SIGNAL_OF_FACT = {WORKFLOW_TASK_FAILED: workflow_task_failed}

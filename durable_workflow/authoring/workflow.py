@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from durable_workflow import registry
@@ -10,7 +11,7 @@ from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
-from durable_workflow.exceptions import NotInWorkflowError
+from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
 
 
 class Workflow(SagaMixin):
@@ -23,6 +24,11 @@ class Workflow(SagaMixin):
     connection: ClassVar[str | None] = None
     #: Declared signal names.
     signals: ClassVar[list[Any]] = []
+    #: Exceptions (classes, or dotted paths, class names or type keys) that fail the run
+    #: when ``handle()`` lets them escape. Activity and child failures and
+    #: ``NonRetryableError`` always do; anything else fails the workflow task instead, and
+    #: the run waits, open, until the code is fixed and the run repaired.
+    failure_exception_types: ClassVar[Sequence[type[BaseException] | str]] = ()
     #: Set on intermediate base classes that should not be registered.
     abstract: ClassVar[bool] = True
 
@@ -31,6 +37,7 @@ class Workflow(SagaMixin):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         decorators.collect(cls)
+        _check_failure_types(cls)
         if not cls.__dict__.get("abstract", False):
             registry.register_workflow(cls)
 
@@ -124,3 +131,15 @@ class Workflow(SagaMixin):
     deprecate_patch = staticmethod(helpers.deprecate_patch)
     upsert_memo = staticmethod(helpers.upsert_memo)
     upsert_search_attributes = staticmethod(helpers.upsert_search_attributes)
+
+
+def _check_failure_types(cls: type) -> None:
+    declared = cls.__dict__.get("failure_exception_types", ())
+    if isinstance(declared, str | type) or not all(
+        (isinstance(entry, type) and issubclass(entry, BaseException))
+        or (isinstance(entry, str) and entry.strip())
+        for entry in declared
+    ):
+        raise ConfigurationError(
+            f"{cls.__name__}.failure_exception_types must be a list of exception classes or names"
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
+from durable_workflow.engine import failures
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.ledger import DeterminismLedger
 from durable_workflow.engine.operations import OperationTable
@@ -27,6 +28,7 @@ class Core:
     ops: OperationTable
     outbox: Outbox
     payloads: Payloads
+    policy: failures.FailurePolicy
 
     def claim(self, sig: Signature) -> tuple[int, HistoryEvent | None]:
         """Claim the next step for a call of ``sig``; returns it and what history recorded.
@@ -46,6 +48,17 @@ class Core:
         self.scheduler.fail_fatally(error)
 
     def body_failed(self, error: BaseException) -> None:
-        """Workflow code let ``error`` escape: the run fails (first failure wins)."""
-        self.scheduler.escaped(error)
-        self.outbox.fail(error)
+        """Workflow code let ``error`` escape. The run fails (first failure wins) when the
+        workflow declares ``error`` a failure of the run, or history says the run failed
+        already (a replay of a failed run); an interrupt stops the task as it is; anything
+        else fails the task (``BodyFailed``): the run waits for a fix and a repair."""
+        scheduler = self.scheduler
+        scheduler.escaped(error)
+        if self.outbox.closed is not None or scheduler.fatal is not None:
+            return
+        if isinstance(error, failures.INTERRUPTS):
+            scheduler.fatal = error
+        elif self.ledger.failed_in_history or failures.fails_run(error, self.policy.declared()):
+            self.outbox.fail(error)
+        else:
+            scheduler.fatal = failures.BodyFailed(error)

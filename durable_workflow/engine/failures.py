@@ -10,21 +10,88 @@ or ``__new__``, so naming a class in a history runs none of its code.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import traceback as tb
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from durable_workflow.engine import exception_types
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.exception_types import class_path
-from durable_workflow.exceptions import DurableWorkflowError, NonRetryableError
+from durable_workflow.exceptions import (
+    ActivityFailed,
+    ChildWorkflowCancelled,
+    DurableOperationCancelled,
+    DurableWorkflowError,
+    NonRetryableError,
+)
 from durable_workflow.text import storable, text_of
 
 __all__ = ["Rebuilt", "class_path", "describe", "rebuild"]
 
 _combined_cache: dict[tuple[type, type], type] = {}
 _combined_lock = threading.Lock()
+
+#: What fails a run whatever the workflow declares: a failure that arrived durably (an
+#: activity or child that failed, timed out or was cancelled, a cancelled ``select()``
+#: member) and a ``NonRetryableError`` raised on purpose.
+RUN_FAILURES: tuple[type[BaseException], ...] = (
+    ActivityFailed,
+    ChildWorkflowCancelled,
+    DurableOperationCancelled,
+    NonRetryableError,
+)
+
+#: Never a failure of anything: the process is being stopped (the task runs again).
+INTERRUPTS = (KeyboardInterrupt, SystemExit)
+
+
+class BodyFailed(DurableWorkflowError):
+    """A body raised what its workflow does not declare as a failure of the run (most
+    likely a bug): the workflow task fails and the run waits, open, for a fix and a
+    repair. ``error`` is what the body raised."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        super().__init__(f"{type(error).__name__}: {text_of(error)}")
+
+
+def matches(exc: BaseException, declared: Iterable[type | str]) -> bool:
+    """Is ``exc`` one of ``declared``: a class it is an instance of, or the name, dotted
+    path or ``type_key`` of a class in its MRO?"""
+    names: set[str] = set()
+    for entry in declared:
+        if isinstance(entry, type):
+            if isinstance(exc, entry):
+                return True
+        else:
+            names.add(entry)
+    if not names:
+        return False
+    for cls in type(exc).__mro__:
+        if {cls.__name__, class_path(cls), getattr(cls, "type_key", None)} & names:
+            return True
+    return False
+
+
+def fails_run(exc: BaseException, declared: Iterable[type | str]) -> bool:
+    """Does an exception escaping a body fail the run (rather than its workflow task)?"""
+    return isinstance(exc, RUN_FAILURES) or matches(exc, declared)
+
+
+@dataclasses.dataclass(slots=True)
+class FailurePolicy:
+    """What an exception escaping workflow code fails: the run, or only its task."""
+
+    #: The workflow instance (its class's ``failure_exception_types``), once built.
+    instance: Callable[[], Any]
+    #: The deployment's ``FAILURE_EXCEPTION_TYPES``.
+    deployment: tuple[type | str, ...] = ()
+
+    def declared(self) -> tuple[type | str, ...]:
+        own = getattr(type(self.instance()), "failure_exception_types", None) or ()
+        return (*self.deployment, *own)
 
 
 class Rebuilt:

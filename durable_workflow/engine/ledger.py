@@ -60,6 +60,8 @@ class DeterminismLedger:
         #: The events delivered to the body so far (the feed appends each one).
         self.seen: list[HistoryEvent] = []
         self._sizes = (0, 0)  # (events measured, their payload bytes)
+        #: History closed the run as failed (a query, or a replay, of a failed run).
+        self.failed_in_history = False
 
     # -------------------------------------------------------------- indexing
     def index(self, events: Iterable[HistoryEvent]) -> list[HistoryEvent]:
@@ -91,6 +93,8 @@ class DeterminismLedger:
                 markers.add(("version", change_id))
             elif kind == EventType.ACTIVITY_CANCELLED and payload.get("selection_group_id"):
                 markers.add(("sel_cancel", event.step))
+            elif kind == EventType.WORKFLOW_FAILED:
+                self.failed_in_history = True
         return local_outcomes
 
     def _index_local(self, event: HistoryEvent) -> bool:

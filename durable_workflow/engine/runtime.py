@@ -39,6 +39,7 @@ from typing import Any
 import greenlet
 
 from durable_workflow.codec import envelope
+from durable_workflow.engine import failures
 from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.commands import (
     CancelWorkflow,
@@ -98,7 +99,10 @@ class WorkflowRuntime:
             self, on_handled=self._failure_handled, on_idle=lambda: False
         )
         outbox = self._outbox = Outbox(ledger)
-        core = self._core = Core(ledger, scheduler, OperationTable(), outbox, Payloads(codec))
+        self._policy = failures.FailurePolicy(self._instance)
+        core = self._core = Core(
+            ledger, scheduler, OperationTable(), outbox, Payloads(codec), self._policy
+        )
         self._parts(core)
 
     def _parts(self, core: Core) -> None:
@@ -139,6 +143,15 @@ class WorkflowRuntime:
         return self.instance
 
     # --------------------------------------------------------- executor's view
+    @property
+    def failure_types(self) -> tuple[type | str, ...]:
+        """The deployment's ``FAILURE_EXCEPTION_TYPES`` (the executor sets them)."""
+        return self._policy.deployment
+
+    @failure_types.setter
+    def failure_types(self, declared: tuple[type | str, ...]) -> None:
+        self._policy.deployment = tuple(declared)
+
     @property
     def last_sequence(self) -> int:
         return self._ledger.last_sequence

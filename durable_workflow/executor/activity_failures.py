@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
+from durable_workflow.engine.failures import matches
 from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
 from durable_workflow.executor import dispatch
 from durable_workflow.executor.common import wake_workflow
@@ -25,14 +26,7 @@ if TYPE_CHECKING:
 
 def non_retryable(exc: BaseException, declared: list[str]) -> bool:
     """Is this failure final, by its type or by the activity's declared type names?"""
-    if isinstance(exc, NonRetryableError | PayloadCodecError):
-        return True
-    names = set()
-    for cls in type(exc).__mro__:
-        names.update({cls.__name__, f"{cls.__module__}.{cls.__qualname__}"})
-        if getattr(cls, "type_key", None):
-            names.add(cls.type_key)
-    return bool(names & set(declared))
+    return isinstance(exc, NonRetryableError | PayloadCodecError) or matches(exc, declared)
 
 
 def retry_or_fail(

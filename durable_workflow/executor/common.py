@@ -197,6 +197,12 @@ def orm_guard() -> Iterator[None]:
             conn.execute_wrappers.remove(_refuse_orm_in_body)
 
 
+def failure_types() -> tuple[str, ...]:
+    """The deployment's ``FAILURE_EXCEPTION_TYPES``: exceptions that fail a run besides
+    those every workflow fails on and those its class declares."""
+    return tuple(get_settings().FAILURE_EXCEPTION_TYPES)
+
+
 def engine_limits() -> dict[str, int]:
     """The structural limits and history budget the runtime enforces itself."""
     settings = get_settings()

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from durable_workflow.engine.events import HistoryEvent
-from durable_workflow.signals import SIGNAL_OF_EVENT, LifecycleEvent
+from durable_workflow.signals import SIGNAL_OF_EVENT, SIGNAL_OF_FACT, LifecycleEvent
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
 
@@ -30,6 +30,14 @@ def append(
                 lambda signal=signal, event=event: _send(signal, event), robust=True
             )
     return appended
+
+
+def announce(run: RunRecord, kind: str, payload: dict[str, Any]) -> None:
+    """A lifecycle signal for a fact that is not a history event, sent on commit."""
+    signal = SIGNAL_OF_FACT[kind]
+    if signal.has_listeners():
+        event = _event(run, kind, payload)
+        transaction.on_commit(lambda: _send(signal, event), robust=True)
 
 
 def _send(signal: Any, event: LifecycleEvent) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from durable_workflow import contracts, registry
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import QueryFailedError, UnknownTypeError
-from durable_workflow.executor.common import orm_guard
+from durable_workflow.executor.common import failure_types, orm_guard
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name, text_of
@@ -35,6 +35,7 @@ def replay_committed(run: RunRecord) -> WorkflowRuntime:
         run_id=str(run.id),
         codec=run.payload_codec,
     )
+    runtime.failure_types = failure_types()
     runtime.enter_query_mode()
     # Before the first workflow task, StartAccepted (1) and WorkflowStarted (2) suffice.
     events = history.load_history(run.id, up_to=run.workflow_task_sequence or 2)

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 from durable_workflow import clock, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
-from durable_workflow.engine.failures import describe
+from durable_workflow.engine.failures import BodyFailed, describe
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
     NonDeterminismError,
@@ -35,12 +35,14 @@ from durable_workflow.executor import (
     handback,
     lifecycle,
     local_activities,
+    parking,
     sticky,
 )
 from durable_workflow.executor.attempts import start_eagerly
 from durable_workflow.executor.children import report_children
 from durable_workflow.executor.common import (
     engine_limits,
+    failure_types,
     orm_guard,
     retry_transaction,
     worker_id,
@@ -57,13 +59,20 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
-from durable_workflow.store import commands, history, runs, sql, tasks
+from durable_workflow.store import history, runs, sql, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
-#: Errors that mean "this code cannot make progress on this history".
-TASK_FAILURES = (NonDeterminismError, WorkflowOrmAccessError, UnknownTypeError, PayloadCodecError)
+#: Errors that mean "this code cannot make progress on this history" (``BodyFailed``: the
+#: body raised what its workflow does not declare as a failure of the run).
+TASK_FAILURES = (
+    NonDeterminismError,
+    WorkflowOrmAccessError,
+    UnknownTypeError,
+    PayloadCodecError,
+    BodyFailed,
+)
 
 
 @dataclasses.dataclass
@@ -265,6 +274,7 @@ def _runtime_for(run: RunRecord) -> WorkflowRuntime:
             codec=run.payload_codec,
         )
     runtime.limits = engine_limits()
+    runtime.failure_types = failure_types()
     return runtime
 
 
@@ -295,7 +305,7 @@ def _advance_and_settle(
                     request = _advance(run, runtime, now=now, closing=structural_failure(exc))
         except TASK_FAILURES as exc:
             runtime.dispose()
-            _record_task_failure(run, task.id, exc, now=now)
+            parking.park_on_error(run, task.id, exc, now=now)
             return "failed"
     if request is not None and local_activities.give_up_if_exhausted(run, task, request, now=now):
         return _advance_and_settle(run, task, runtime, now=now, unsaved=unsaved)
@@ -401,20 +411,3 @@ def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:
         "structural_limit_configured": exc.configured,
     }
     return FailWorkflow(failure=dataclasses.replace(info, details=details))
-
-
-def _record_task_failure(run: RunRecord, task_id: Any, exc: Exception, *, now: dt.datetime) -> None:
-    """Leave the run untouched; keep the reason on the task and a failure row."""
-    info = describe(exc, category=FailureCategory.TASK_FAILURE)
-    error = f"{info.exception_type}: {info.message}"
-    commands.record_failure_of(
-        info,
-        run_id=run.id,
-        source_kind="workflow_task",
-        source_id=str(task_id),
-        non_retryable=False,
-        details={},
-        now=now,
-    )
-    tasks.settle(task_id, TaskStatus.FAILED, now=now, error=error)
-    logger.error("workflow task %s of run %s failed: %s", task_id, run.id, error)

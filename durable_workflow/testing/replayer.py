@@ -116,7 +116,7 @@ class Replayer:
         return self.replay_history(export_history(run_id))
 
     def replay_history(self, document: Mapping[str, Any]) -> ReplayResult:
-        from durable_workflow.executor.common import orm_guard
+        from durable_workflow.executor.common import failure_types, orm_guard
 
         doc = _normalize(document)
         workflow_type = str(doc["workflow_type"])
@@ -132,6 +132,7 @@ class Replayer:
             run_id=str(doc.get("run_id") or ""),
             codec=str(doc.get("payload_codec") or "avro"),
         )
+        runtime.failure_types = failure_types()
         try:
             with orm_guard():
                 runtime.feed(events)

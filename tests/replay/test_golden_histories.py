@@ -74,6 +74,7 @@ class GoesOn(Workflow):
 
 class FailsInstead(Workflow):
     abstract = True
+    failure_exception_types = [ValueError]
 
     def handle(self, name):
         dw.activity(Greet, name)
@@ -116,6 +117,18 @@ def test_code_that_closes_differently_is_caught():
     with pytest.raises(NonDeterminismError, match="does not close the run the way") as info:
         replay_sequential_with(FailsInstead)
     assert (info.value.recorded, info.value.requested) == ("WorkflowCompleted", "WorkflowFailed")
+
+
+def test_code_that_now_parks_the_run_is_caught():
+    from durable_workflow.engine.failures import BodyFailed
+
+    class ParksInstead(FailsInstead):
+        abstract = True
+        failure_exception_types = []
+
+    with pytest.raises(BodyFailed, match="changed my mind") as info:
+        replay_sequential_with(ParksInstead)
+    assert isinstance(info.value.error, ValueError)
 
 
 def test_a_workflow_still_waiting_where_history_finished_is_caught():

@@ -16,6 +16,7 @@ def _acts():
 
 class ChildEcho(Workflow):
     type_key = "tests.child-echo"
+    failure_exception_types = ["tests.testapp.workflows.PaymentDeclined"]
     signals = ["poke"]
 
     def handle(self, value: Any, mode: str = "return") -> Any:

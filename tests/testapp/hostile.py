@@ -86,3 +86,31 @@ class HostileUpdates(Workflow):
     def handle(self) -> str:
         dw.wait(lambda: self.done)
         return "done"
+
+
+#: Tests flip this to "fixed" to deploy the fix of ``Buggy``.
+BUGGY = {"code": "broken"}
+
+
+class Buggy(Workflow):
+    """A body with a bug after its first step: it parks, and a fix plus a repair saves it."""
+
+    type_key = "tests.buggy"
+
+    def handle(self, kind: str) -> Any:
+        from tests.testapp.workflows import Add
+
+        first = dw.activity(Add, 1, 1)
+        if BUGGY["code"] == "fixed":
+            return first
+        if kind == "name":
+            return undefined_name  # type: ignore[name-defined]  # noqa: F821
+        if kind == "type":
+            return first + "1"
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind == "exit":
+            raise SystemExit(3)
+        if kind == "nonretryable":
+            raise dw.NonRetryableError("declared final")
+        raise ValueError(kind)

@@ -187,6 +187,7 @@ class TouchesOrm(Workflow):
 
 class Crashes(Workflow):
     type_key = "tests.crashes"
+    failure_exception_types = [ValueError]  # a business failure here, declared
 
     def handle(self, message: str) -> None:
         raise ValueError(message)

@@ -39,3 +39,9 @@ typecheck: venv
 .PHONY: bench
 bench:
 	bash benchmarks/bench.sh $(BENCH_ARGS)
+
+# The reliability suite: faults injected into real workers, its own PostgreSQL and Redis.
+# `make chaos CHAOS_ARGS="--quick"` (see docs/reliability.md).
+.PHONY: chaos
+chaos:
+	bash reliability/chaos.sh $(CHAOS_ARGS)

@@ -9,12 +9,10 @@ other task ignores results.
 from __future__ import annotations
 
 import os
-import pathlib
 
 from celery import Celery
-from celery.signals import worker_ready
 
-from benchmarks import config
+from benchmarks import config, readiness  # noqa: F401  (readiness: the ready file)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
@@ -35,11 +33,3 @@ if config.DB_CONNECTIONS == "reuse":
     # several milliseconds, more than the engine's own work on a small step.
     app.conf.update(CELERY_DB_REUSE_MAX=1_000_000)
 app.autodiscover_tasks(["durable_workflow"])
-
-
-@worker_ready.connect
-def _announce_ready(**_: object) -> None:
-    """Tell the harness this worker consumes (the harness waits for the file)."""
-    path = os.environ.get("DW_BENCH_READY_FILE")
-    if path:
-        pathlib.Path(path).write_text(str(os.getpid()))

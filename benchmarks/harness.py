@@ -10,6 +10,7 @@ import os
 import platform
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks import config, services
@@ -82,7 +83,9 @@ def source_info() -> dict[str, Any]:
     }
 
 
-def machine_info() -> dict[str, Any]:
+def machine_info(server_versions: Callable[[], dict[str, str]] | None = None) -> dict[str, Any]:
+    """Cores, memory, CPU, Python and library versions, plus ``server_versions()``
+    (default: the benchmark's PostgreSQL and Redis)."""
     info: dict[str, Any] = {
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
@@ -115,7 +118,7 @@ def machine_info() -> dict[str, Any]:
         except PackageNotFoundError:
             info[package] = None
     try:
-        info.update(services.server_versions())
+        info.update((server_versions or services.server_versions)())
     except Exception as exc:
         info["server_versions_error"] = str(exc)
     return info

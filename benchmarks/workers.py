@@ -1,10 +1,11 @@
-"""Celery worker subprocesses for the benchmarks: started in their own process
-group, always stopped (SIGTERM, then SIGKILL of the whole group)."""
+"""Celery worker subprocesses for the benchmarks (and the reliability suite): started
+in their own process group, always stopped (SIGTERM, then SIGKILL of the whole group)."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import pathlib
 import signal
@@ -21,13 +22,14 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 
 def _kill_all_at_exit() -> None:
     for process in list(_LIVE):
-        _stop(process, grace=2)
+        stop_process(process, grace=2)
 
 
 atexit.register(_kill_all_at_exit)
 
 
-def _stop(process: subprocess.Popen[bytes], *, grace: float = 15) -> None:
+def stop_process(process: subprocess.Popen[bytes], *, grace: float = 15) -> None:
+    """SIGTERM the process group of ``process``, then SIGKILL it after ``grace`` seconds."""
     try:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
@@ -42,11 +44,55 @@ def _stop(process: subprocess.Popen[bytes], *, grace: float = 15) -> None:
         _LIVE.discard(process)
 
 
+def spawn(
+    command: list[str], *, log: pathlib.Path, env: dict[str, str], cwd: pathlib.Path = config.ROOT
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` in a new session (its own process group), output appended to
+    ``log``; it is stopped at interpreter exit if nobody stopped it before."""
+    with log.open("ab") as handle:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _LIVE.add(process)
+    return process
+
+
+def rss_kb(pid: int) -> int:
+    """VmRSS of one process."""
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (prefork pool processes of a worker)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
 class Worker:
-    def __init__(self, process: subprocess.Popen[bytes], log: pathlib.Path, name: str) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        log: pathlib.Path,
+        name: str,
+        ready_file: pathlib.Path | None = None,
+    ) -> None:
         self.process = process
         self.log = log
         self.name = name
+        self.ready_file = ready_file
 
     @property
     def pid(self) -> int:
@@ -54,10 +100,7 @@ class Worker:
 
     def rss_kb(self) -> int:
         """VmRSS of the worker process (solo pool: the process that runs tasks)."""
-        for line in pathlib.Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise RuntimeError(f"no VmRSS for pid {self.pid}")
+        return rss_kb(self.pid)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -68,57 +111,66 @@ class Worker:
         except OSError:
             return ""
 
-    def stop(self) -> None:
-        _stop(self.process)
+    def stop(self, grace: float = 15) -> None:
+        stop_process(self.process, grace=grace)
+
+    def ready(self) -> bool:
+        """The worker consumes (its app wrote the ready file, see ``benchmarks.readiness``)."""
+        return self.ready_file is not None and self.ready_file.exists()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if not self.alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"celery worker {self.name} did not start:\n{self.tail()}")
+            time.sleep(0.05)
 
 
-def _start_one(index: int, log_dir: pathlib.Path, *, timeout: float = 60) -> Worker:
-    name = f"bench{index}"
-    log = log_dir / f"worker-{name}.log"
-    ready = pathlib.Path(tempfile.mkdtemp(prefix="dw-bench-")) / "ready"
+@dataclasses.dataclass(frozen=True)
+class WorkerSpec:
+    """How to start one ``celery worker``; the defaults are the benchmarks' worker."""
+
+    name: str
+    app: str = "benchmarks.celery_app"
+    settings: str = "benchmarks.settings"
+    pool: str = "solo"
+    concurrency: int | None = None
+    queues: str = "celery"
+    loglevel: str = dataclasses.field(
+        default_factory=lambda: os.environ.get("DW_BENCH_WORKER_LOGLEVEL", "--loglevel=WARNING")
+    )
+    #: Celery's gossip, mingle and broker heartbeats: off for the benchmarks (less chatter).
+    quiet: bool = True
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def launch_worker(spec: WorkerSpec, log_dir: pathlib.Path) -> Worker:
+    """Start a worker without waiting for it (see :meth:`Worker.wait_ready`)."""
+    log = log_dir / f"worker-{spec.name}.log"
+    ready = pathlib.Path(tempfile.mkdtemp(prefix="dw-worker-")) / "ready"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+        "DJANGO_SETTINGS_MODULE": spec.settings,
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(config.ROOT), os.environ.get("PYTHONPATH", "")) if p
         ),
         "DW_BENCH_READY_FILE": str(ready),
+        **dict(spec.env),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "benchmarks.celery_app",
-        "worker",
-        "--pool=solo",
-        os.environ.get("DW_BENCH_WORKER_LOGLEVEL", "--loglevel=WARNING"),
-        "-Q",
-        "celery",
-        "-n",
-        f"{name}@%h",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
-    with log.open("ab") as handle:
-        process = subprocess.Popen(
-            command,
-            cwd=config.ROOT,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    _LIVE.add(process)
-    worker = Worker(process, log, name)
-    deadline = time.monotonic() + timeout
-    while not ready.exists():
-        if not worker.alive() or time.monotonic() > deadline:
-            worker.stop()
-            raise RuntimeError(f"celery worker {name} did not start:\n{worker.tail()}")
-        time.sleep(0.05)
+    command = [sys.executable, "-m", "celery", "-A", spec.app, "worker", f"--pool={spec.pool}"]
+    if spec.concurrency:
+        command.append(f"--concurrency={spec.concurrency}")
+    command += [spec.loglevel, "-Q", spec.queues, "-n", f"{spec.name}@%h"]
+    if spec.quiet:
+        command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return Worker(spawn(command, log=log, env=env), log, spec.name, ready)
+
+
+def start_worker(spec: WorkerSpec, log_dir: pathlib.Path, *, timeout: float = 60) -> Worker:
+    """Start a worker and wait until it consumes."""
+    worker = launch_worker(spec, log_dir)
+    worker.wait_ready(timeout)
     return worker
 
 
@@ -130,7 +182,7 @@ def running_workers(count: int = 2) -> Iterator[list[Worker]]:
     workers: list[Worker] = []
     try:
         for index in range(count):
-            workers.append(_start_one(index, log_dir))
+            workers.append(start_worker(WorkerSpec(name=f"bench{index}"), log_dir))
         yield workers
     finally:
         for worker in workers:

@@ -1,0 +1,31 @@
+"""Worker SIGKILLs: every few seconds one worker process dies (a solo worker, a prefork
+pool process, or a prefork worker's main process); the supervisor replaces it."""
+
+from __future__ import annotations
+
+from reliability.lab import Context, Lab, Scenario
+from reliability.load import Workload
+from reliability.scenarios import faults
+
+
+def _seconds(ctx: Context) -> float:
+    return 30 if ctx.quick else 120
+
+
+def workload(ctx: Context) -> Workload:
+    return Workload(count=40 if ctx.quick else 200, spread_seconds=_seconds(ctx) - 5)
+
+
+def inject(lab: Lab) -> None:
+    lab.sleep(3)
+    while lab.elapsed() < _seconds(lab.ctx):
+        faults.kill_worker(lab)
+        lab.sleep(lab.rng.uniform(3, 6))
+
+
+SCENARIO = Scenario(
+    name="kill",
+    title="worker SIGKILL every 3-6 s (main processes and prefork pool processes)",
+    workload=workload,
+    inject=inject,
+)

@@ -1,0 +1,87 @@
+"""Poison: an activity and a workflow task that kill the worker running them, every
+time. Each must reach its cap (the activity fails after ``ACTIVITY_MAX_LEASE_EXPIRIES``
+lost leases; the workflow task is parked) while the rest of the workload completes.
+
+Leases are shortened to 10 s here (stated in the report) so the caps are reached in
+bounded time; with the default leases the same cap takes minutes per crash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reliability import ledger
+from reliability.lab import Context, Lab, Scenario
+from reliability.load import Workload
+from reliability.workflows import PoisonActivity, PoisonWorkflow
+
+SETTINGS = {"ACTIVITY_LEASE_SECONDS": 10, "WORKFLOW_TASK_LEASE_SECONDS": 10}
+CAP_STATES = ("capped", "parked")
+
+
+def workload(ctx: Context) -> Workload:
+    return Workload(count=20 if ctx.quick else 60, spread_seconds=20 if ctx.quick else 60)
+
+
+def _state(instance_id: str) -> str:
+    """``capped`` (closed), ``parked`` (open on a failed workflow task) or ``open``."""
+    from durable_workflow import WorkflowStub
+
+    stub = WorkflowStub.load(instance_id)
+    if not stub.running():
+        return "capped"
+    return "parked" if stub.describe().parked else "open"
+
+
+def inject(lab: Lab) -> None:
+    from durable_workflow import WorkflowStub
+
+    WorkflowStub.make(PoisonActivity, "poison-activity").start()
+    WorkflowStub.make(PoisonWorkflow, "poison-workflow").start()
+    lab.fault("poison", "one poison activity and one poison workflow task started")
+    limit = 150 if lab.ctx.quick else 300
+    reached: dict[str, float | None] = {"poison-activity": None, "poison-workflow": None}
+    lab.notes["reached"] = reached
+    while lab.elapsed() < limit and None in reached.values():
+        for instance_id, at in reached.items():
+            if at is None and _state(instance_id) in CAP_STATES:
+                reached[instance_id] = lab.elapsed()
+        lab.sleep(1)
+
+
+def figures(lab: Lab, conn: Any) -> dict[str, Any]:
+    del conn
+    reached = lab.notes.get("reached", {})
+    return {
+        "poison": {
+            instance_id: {
+                "state": _state(instance_id),
+                "cap_reached_after_s": None if at is None else round(at, 1),
+            }
+            for instance_id, at in reached.items()
+        }
+        | {
+            "activity_body_runs": sum(ledger.counts(lab.ctx.run_dir, "poison-step").values()),
+            "workflow_body_crashes": sum(ledger.counts(lab.ctx.run_dir, "poison-task").values()),
+        }
+    }
+
+
+def judge(f: dict[str, Any]) -> list[str]:
+    return [
+        f"{instance_id} never reached its cap (still {state['state']})"
+        for instance_id, state in f["poison"].items()
+        if isinstance(state, dict) and state["state"] not in CAP_STATES
+    ]
+
+
+SCENARIO = Scenario(
+    name="poison",
+    title="a poison activity and a poison workflow task (each kills its worker every time)",
+    workload=workload,
+    inject=inject,
+    engine_settings=SETTINGS,
+    extra_checks=figures,
+    judge=judge,
+    expected_open=("chaos.poison-workflow",),
+)

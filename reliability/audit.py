@@ -47,6 +47,7 @@ CREATE TABLE chaos_lease_audit (
     renewed_db timestamptz,
     released_db timestamptz,
     released_as text,
+    released_by text,
     PRIMARY KEY (task_id, generation)
 );
 
@@ -66,7 +67,8 @@ BEGIN
     ELSIF TG_OP = 'UPDATE' AND OLD.status = 'leased' AND NEW.status <> 'leased' THEN
         UPDATE chaos_lease_audit
         SET released_db = clock_timestamp(),
-            released_as = CASE WHEN NEW.status = 'ready' THEN 'reclaimed' ELSE NEW.status END
+            released_as = CASE WHEN NEW.status = 'ready' THEN 'reopened' ELSE NEW.status END,
+            released_by = current_setting('application_name')
         WHERE task_id = NEW.id AND generation = OLD.lease_generation;
     END IF;
     RETURN NULL;
@@ -92,21 +94,32 @@ WHERE fired_db < created_db + make_interval(secs => delay_seconds - %(tolerance)
 
 TIMERS_FIRED_TWICE = "SELECT count(*) FROM chaos_timer_audit WHERE fire_count > 1"
 
-#: A lease given back to the queue (reclaimed) before it expired in real time: its
-#: expiry is the claim's or the last renewal's database time plus the lease's length.
-LEASES_TAKEN_EARLY = """
+#: A task made ready again by another process than its holder (the holder's pid is in
+#: ``lease_owner``, host:pid:suffix; the releaser's in its application name, role:pid):
+#: a reclaim. Its holder giving it back (after a failed settle) is a hand-back.
+_RECLAIMED = """released_as = 'reopened'
+  AND split_part(released_by, ':', -1) <> split_part(owner, ':', 2)"""
+
+#: A lease reclaimed before it expired in real time: its expiry is the claim's or the last
+#: renewal's database time plus the lease's length.
+LEASES_TAKEN_EARLY = f"""
 SELECT task_type, count(*),
        coalesce(max(extract(epoch FROM coalesce(renewed_db, claimed_db)) + lease_seconds
                     - extract(epoch FROM released_db)), 0)
 FROM chaos_lease_audit
-WHERE released_as = 'reclaimed'
+WHERE {_RECLAIMED}
   AND released_db < coalesce(renewed_db, claimed_db)
                     + make_interval(secs => lease_seconds - %(tolerance)s)
 GROUP BY task_type
 """
 
-LEASES_RECLAIMED = """
-SELECT task_type, count(*) FROM chaos_lease_audit WHERE released_as = 'reclaimed'
+LEASES_RECLAIMED = f"""
+SELECT task_type, count(*) FROM chaos_lease_audit WHERE {_RECLAIMED} GROUP BY task_type
+"""
+
+LEASES_HANDED_BACK = """
+SELECT task_type, count(*) FROM chaos_lease_audit
+WHERE released_as = 'reopened' AND split_part(released_by, ':', -1) = split_part(owner, ':', 2)
 GROUP BY task_type
 """
 

@@ -34,6 +34,10 @@ app.conf.update(
 app.autodiscover_tasks(["durable_workflow"])
 
 if os.environ.get("DW_CHAOS_BEAT"):
-    from durable_workflow.transport.celery import beat_schedule
 
-    app.conf.beat_schedule = beat_schedule()
+    @app.on_after_configure.connect
+    def _repair_entry(sender: Celery, **_: object) -> None:
+        # As docs/quickstart.md does it: imported once Django's settings are usable.
+        from durable_workflow.transport.celery import beat_schedule
+
+        sender.conf.beat_schedule = {**sender.conf.beat_schedule, **beat_schedule()}

@@ -205,10 +205,12 @@ def timing(conn) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         audit.LEASES_TAKEN_EARLY, {"tolerance": audit.EARLY_TOLERANCE_SECONDS}
     ).fetchall()
     reclaimed = dict(conn.execute(audit.LEASES_RECLAIMED).fetchall())
+    handed_back = dict(conn.execute(audit.LEASES_HANDED_BACK).fetchall())
     return {
         "timers_fired_early": early,
         "timer_earliest_by_s": round(float(worst), 2),
         "leases_reclaimed": reclaimed,
+        "leases_handed_back": handed_back,
         "leases_taken_before_expiry": {kind: n for kind, n, _ in taken},
         "lease_taken_earliest_by_s": round(max((float(w) for *_, w in taken), default=0.0), 2),
     }

@@ -147,5 +147,5 @@ def main(argv: list[str] | None = None) -> int:
     )
     output.write_text(json.dumps(results, indent=2, default=str))
     print(f"\nresults written to {output}")
-    failed = [n for n, f in results["scenarios"].items() if f["status"] != "ok"]
+    failed = [n for n, f in results["scenarios"].items() if f["status"] in ("FAIL", "error")]
     return 1 if failed else 0

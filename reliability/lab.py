@@ -67,6 +67,8 @@ class Scenario:
     #: Scenario-specific figures, and failures judged from them.
     extra_checks: Callable[[Lab, Any], dict[str, Any]] | None = None
     judge: Callable[[dict[str, Any]], list[str]] | None = None
+    #: What to report without failing the scenario (documented behaviour worth seeing).
+    warn: Callable[[dict[str, Any]], list[str]] | None = None
     #: Workflow types whose runs may stay open by design (e.g. a parked poison run).
     expected_open: tuple[str, ...] = ()
     #: Overrides the run's drain limit (a long backlog drains longer).
@@ -147,7 +149,11 @@ class Lab:
 
 
 def reset(ctx: Context, redis: Redis) -> None:
-    """Empty the engine's tables, the audit, the ledger and the broker."""
+    """Empty the engine's tables, the audit, the ledger and the broker; the harness's own
+    connections (maybe broken by the previous scenario's faults) are opened afresh."""
+    from django.db import connections
+
+    connections.close_all()
     with admin() as conn:
         tables = [
             row[0]
@@ -222,7 +228,11 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
     assert lab.load is not None
     figures["drain_seconds"] = round(drained - last_fault, 1) if drained else None
     figures["faults"] = [dataclasses.asdict(f) for f in lab.faults]
-    figures["client"] = {"errors_retried": lab.load.client_errors, "unsent": lab.load.unsent}
+    figures["client"] = {
+        "errors_retried": sum(lab.load.client_errors.values()),
+        "errors": dict(lab.load.client_errors.most_common(5)),
+        "unsent": lab.load.unsent,
+    }
     figures["process_exits"] = _exits(lab)
     figures["logs"] = logscan.scan(lab.log_dir, quiet_from)
     if figures["stuck"]["count"]:
@@ -231,7 +241,10 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
     figures["failures"] = judge(figures) + (
         lab.scenario.judge(figures) if lab.scenario.judge else []
     )
-    figures["status"] = "FAIL" if figures["failures"] else "ok"
+    figures["warnings"] = warnings(figures) + (
+        lab.scenario.warn(figures) if lab.scenario.warn else []
+    )
+    figures["status"] = "FAIL" if figures["failures"] else "warn" if figures["warnings"] else "ok"
     return figures
 
 
@@ -267,6 +280,12 @@ def doctor(lab: Lab) -> dict[str, Any]:
             if c.get("status") != "ok"
         ],
     }
+
+
+def warnings(f: dict[str, Any]) -> list[str]:
+    """Allowed, but worth a look: processes that died without being killed."""
+    own = f["process_exits"]["exited_on_their_own"]
+    return [f"{name} exited on its own {n} time(s)" for name, n in own.items()]
 
 
 def judge(f: dict[str, Any]) -> list[str]:

@@ -8,6 +8,7 @@ way may arrive twice; the workflow takes the first, so outputs stay checkable.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import random
@@ -56,7 +57,7 @@ class Load:
         self.workload = workload
         self.rng = random.Random(seed)
         self.give_up_after = give_up_after
-        self.client_errors = 0
+        self.client_errors: collections.Counter[str] = collections.Counter()
         self.unsent: list[str] = []
         self.started_at: dict[int, float] = {}
         self._signals: list[tuple[float, int]] = []
@@ -134,8 +135,8 @@ class Load:
             try:
                 fn()
                 return True
-            except Exception:
-                self.client_errors += 1
+            except Exception as exc:
+                self.client_errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
                 connection.close()  # a broken connection is not used again
                 if time.monotonic() > deadline:
                     self.unsent.append(what)

@@ -63,7 +63,8 @@ def _details(name: str, f: dict[str, Any]) -> None:
         print(f"   engine settings changed: {f['engine_settings']}")
     timing = f["timing"]
     print(
-        f"   leases reclaimed {timing['leases_reclaimed'] or 0}; taken before expiry "
+        f"   leases reclaimed {timing['leases_reclaimed'] or 0}, handed back "
+        f"{timing['leases_handed_back'] or 0}; taken before expiry "
         f"{timing['leases_taken_before_expiry'] or 0}; timers fired early "
         f"{timing['timers_fired_early']} (worst {timing['timer_earliest_by_s']} s)"
     )
@@ -72,11 +73,13 @@ def _details(name: str, f: dict[str, Any]) -> None:
         f"   killed by the harness {exits['killed_by_harness'] or 0}; exited on their own "
         f"{exits['exited_on_their_own'] or 0}; client calls retried {f['client']['errors_retried']}"
     )
-    for key in ("schedules", "poison", "rss"):
+    for key in ("schedules", "scheduled_runs", "poison", "rss"):
         if key in f:
             print(f"   {key}: {f[key]}")
     for failure in f["failures"]:
         print(f"   ✗ {failure}")
+    for warning in f.get("warnings", []):
+        print(f"   ! {warning}")
     for sample in f["stuck"]["samples"][:3]:
         print(f"   stuck: {sample}")
     if "doctor" in f:

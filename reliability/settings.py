@@ -1,10 +1,10 @@
 """Django settings for the reliability suite's harness, Celery workers and loops.
 
 Its own PostgreSQL cluster and Redis server (reliability/config.py). Each process names
-itself (``DW_CHAOS_ROLE``) in its database connections' ``application_name``, so faults
-can aim at the workers' connections only. A scenario that needs settings other than the
-engine's defaults passes them as JSON in ``DW_CHAOS_ENGINE_SETTINGS`` (and says so in
-its report).
+its database connections after its role (``DW_CHAOS_ROLE``, see ``reliability.apps``),
+so faults can aim at the workers' connections only. A scenario that needs settings other
+than the engine's defaults passes them as JSON in ``DW_CHAOS_ENGINE_SETTINGS`` (and says
+so in its report).
 """
 
 from __future__ import annotations
@@ -36,10 +36,8 @@ DATABASES = {
         "PORT": str(config.PG_PORT),
         # One connection per process, kept (docs/how-to/deploying-workers.md).
         "CONN_MAX_AGE": 600,
-        "OPTIONS": {
-            "application_name": os.environ.get("DW_CHAOS_ROLE", "harness"),
-            "connect_timeout": 5,
-        },
+        # reliability.apps names each connection "<role>:<pid>" (DW_CHAOS_ROLE).
+        "OPTIONS": {"connect_timeout": 5},
     }
 }
 

@@ -86,8 +86,9 @@ class _Pending:
 def run_workflow_task(task_id: Any) -> str:
     """Execute one workflow task; returns ``completed``, ``skipped``, ``failed``,
     ``timed_out``, ``retrying`` (a local activity retries in a later task),
-    ``incompatible`` (this worker does not support the run's compatibility marker)
-    or ``held`` (the run's sticky owner is live: the message went on to it)."""
+    ``incompatible`` (this worker does not support the run's compatibility marker),
+    ``held`` (the run's sticky owner is live: the message went on to it) or ``early``
+    (not due yet on this process's clock: the message is sent again for then)."""
     outcome = run_once(task_id)
     eager.drain()
     return outcome
@@ -140,6 +141,11 @@ def _start_once(task_id: Any) -> str | _Pending:
         )
         if task is None or task.status != TaskStatus.READY or run is None:
             return "skipped"
+        if task.available_at > now:
+            # Written by a process whose clock is ahead of this one's: the claim would be
+            # refused, so ask again when the task is due here (as timer tasks do).
+            dispatch.enqueue(task)
+            return "early"
         if compatibility.refuse(task):
             return "incompatible"
         replay_mode, owner_queue = affinity.decide(task, now=now)

@@ -16,19 +16,24 @@ CREATE TABLE chaos_timer_audit (
     sequence integer NOT NULL,
     delay_seconds double precision NOT NULL,
     created_db timestamptz NOT NULL,
+    created_by text,
     fired_db timestamptz,
+    fired_by text,
     fire_count integer NOT NULL DEFAULT 0
 );
 
 CREATE FUNCTION chaos_timer_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO chaos_timer_audit (timer_id, run_id, sequence, delay_seconds, created_db)
-        VALUES (NEW.id, NEW.run_id, NEW.sequence, NEW.delay_seconds, clock_timestamp())
+        INSERT INTO chaos_timer_audit
+            (timer_id, run_id, sequence, delay_seconds, created_db, created_by)
+        VALUES (NEW.id, NEW.run_id, NEW.sequence, NEW.delay_seconds, clock_timestamp(),
+                current_setting('application_name'))
         ON CONFLICT DO NOTHING;
     ELSIF NEW.status = 'fired' AND OLD.status IS DISTINCT FROM 'fired' THEN
         UPDATE chaos_timer_audit
-        SET fired_db = coalesce(fired_db, clock_timestamp()), fire_count = fire_count + 1
+        SET fired_db = coalesce(fired_db, clock_timestamp()), fire_count = fire_count + 1,
+            fired_by = coalesce(fired_by, current_setting('application_name'))
         WHERE timer_id = NEW.id;
     END IF;
     RETURN NULL;
@@ -84,12 +89,14 @@ CLEAR = "TRUNCATE chaos_timer_audit, chaos_lease_audit"
 #: the workflow task read the clock it computed the fire time from.
 EARLY_TOLERANCE_SECONDS = 1.0
 
+#: Early fires by who scheduled and who fired the timer (roles, without their pids).
 TIMERS_FIRED_EARLY = """
-SELECT count(*),
-       coalesce(max(extract(epoch FROM created_db) + delay_seconds
-                    - extract(epoch FROM fired_db)), 0)
+SELECT regexp_replace(created_by, ':[0-9]+$', ''), regexp_replace(fired_by, ':[0-9]+$', ''),
+       count(*), max(extract(epoch FROM created_db) + delay_seconds
+                     - extract(epoch FROM fired_db))
 FROM chaos_timer_audit
 WHERE fired_db < created_db + make_interval(secs => delay_seconds - %(tolerance)s)
+GROUP BY 1, 2 ORDER BY 3 DESC
 """
 
 TIMERS_FIRED_TWICE = "SELECT count(*) FROM chaos_timer_audit WHERE fire_count > 1"

@@ -198,17 +198,21 @@ def executions(conn, run_dir: pathlib.Path) -> dict[str, Any]:  # type: ignore[n
 
 def timing(conn) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """Timers fired early and leases given away before they expired, in database time."""
-    early, worst = conn.execute(
+    early = conn.execute(
         audit.TIMERS_FIRED_EARLY, {"tolerance": audit.EARLY_TOLERANCE_SECONDS}
-    ).fetchone()
+    ).fetchall()
     taken = conn.execute(
         audit.LEASES_TAKEN_EARLY, {"tolerance": audit.EARLY_TOLERANCE_SECONDS}
     ).fetchall()
     reclaimed = dict(conn.execute(audit.LEASES_RECLAIMED).fetchall())
     handed_back = dict(conn.execute(audit.LEASES_HANDED_BACK).fetchall())
     return {
-        "timers_fired_early": early,
-        "timer_earliest_by_s": round(float(worst), 2),
+        "timers_fired_early": sum(n for _, _, n, _ in early),
+        "timer_earliest_by_s": round(max((float(w) for *_, w in early), default=0.0), 2),
+        "timers_fired_early_by": [
+            {"scheduled_by": by, "fired_by": fired, "count": n, "earliest_by_s": round(float(w), 2)}
+            for by, fired, n, w in early
+        ],
         "leases_reclaimed": reclaimed,
         "leases_handed_back": handed_back,
         "leases_taken_before_expiry": {kind: n for kind, n, _ in taken},

@@ -235,16 +235,13 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
     }
     figures["process_exits"] = _exits(lab)
     figures["logs"] = logscan.scan(lab.log_dir, quiet_from)
-    if figures["stuck"]["count"]:
-        figures["doctor"] = doctor(lab)
     figures["engine_settings"] = lab.scenario.engine_settings
-    figures["failures"] = judge(figures) + (
-        lab.scenario.judge(figures) if lab.scenario.judge else []
-    )
-    figures["warnings"] = warnings(figures) + (
-        lab.scenario.warn(figures) if lab.scenario.warn else []
-    )
+    scenario = lab.scenario
+    figures["failures"] = judge(figures) + (scenario.judge(figures) if scenario.judge else [])
+    figures["warnings"] = warnings(figures) + (scenario.warn(figures) if scenario.warn else [])
     figures["status"] = "FAIL" if figures["failures"] else "warn" if figures["warnings"] else "ok"
+    if figures["failures"]:
+        figures["doctor"] = doctor(lab)
     return figures
 
 

@@ -12,8 +12,10 @@ VENV="${VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
+# Same stamp as `make venv`: re-install only when pyproject.toml changed. DW_CHAOS_SKIP_INSTALL=1
+# skips it (to measure an exported snapshot of a commit with an existing virtualenv).
 STAMP="$VENV/.installed"
-if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+if [ -z "${DW_CHAOS_SKIP_INSTALL:-}" ] && { [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; }; then
     "$VENV/bin/python" -m pip install --quiet -e '.[test]'
     touch "$STAMP"
 fi

@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--drain-limit",
         type=float,
-        help="runs still open this many seconds after the last fault are stuck (120; full 420)",
+        help="runs still open this many seconds after the faults are stuck (quick 90, full 420)",
     )
     parser.add_argument("--output", help="JSON result path (default results/<mode>-latest.json)")
     parser.add_argument(
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(
         quick=args.quick,
         seed=args.seed,
-        drain_limit=args.drain_limit or (120.0 if args.quick else 420.0),
+        drain_limit=args.drain_limit or (90.0 if args.quick else 420.0),
         quiet_seconds=10.0 if args.quick else 20.0,
         skew_seconds=args.skew,
         run_dir=run_dir,

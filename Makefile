@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINT_PATHS := durable_workflow tests example_project
+LINT_PATHS := durable_workflow tests example_project reliability
 
 .PHONY: venv example test test-all lint typecheck
 

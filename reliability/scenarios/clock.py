@@ -10,13 +10,13 @@ from reliability.load import Shape, Workload
 
 
 def _seconds(ctx: Context) -> float:
-    return 20 if ctx.quick else 90
+    return 15 if ctx.quick else 90
 
 
 def workload(ctx: Context) -> Workload:
     # Timers longer than the skew, and a heartbeating activity, so both can go wrong.
     shape = Shape(steps=3, timer_seconds=15, fan=3, child=True, slow_seconds=6)
-    return Workload(count=30 if ctx.quick else 120, spread_seconds=_seconds(ctx), shape=shape)
+    return Workload(count=20 if ctx.quick else 120, spread_seconds=_seconds(ctx), shape=shape)
 
 
 def offsets(ctx: Context) -> dict[str, float]:

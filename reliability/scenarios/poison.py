@@ -39,7 +39,7 @@ def inject(lab: Lab) -> None:
     WorkflowStub.make(PoisonActivity, "poison-activity").start()
     WorkflowStub.make(PoisonWorkflow, "poison-workflow").start()
     lab.fault("poison", "one poison activity and one poison workflow task started")
-    limit = 120 if lab.ctx.quick else 300
+    limit = 100 if lab.ctx.quick else 300
     reached: dict[str, float | None] = {"poison-activity": None, "poison-workflow": None}
     lab.notes["reached"] = reached
     while lab.elapsed() < limit and None in reached.values():

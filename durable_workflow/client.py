@@ -1,41 +1,46 @@
-"""``WorkflowStub``: the handle application code uses to start and inspect workflows."""
+"""``WorkflowStub``: the handle application code uses to start and inspect workflows.
+
+``WorkflowStub.make(OrderWorkflow)`` is a ``WorkflowStub[P, R]`` for type checkers:
+``start()`` checks its arguments against ``OrderWorkflow.handle`` (``P``) and
+``result()`` returns its declared type (``R``). Signals, queries and updates are
+in ``client_messages``; ``result()``'s errors in ``client_results``.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+import math
 import time
 import uuid
-from typing import Any
+from typing import Any, Generic, overload
 
 from durable_workflow import clock, registry
-from durable_workflow.codec import envelope
+from durable_workflow.authoring.protocols import Handles, P, R
+from durable_workflow.client_messages import StubMessages, command_result
+from durable_workflow.client_results import closed_error
 from durable_workflow.conf import get_settings
+from durable_workflow.converter import CLIENT, handle_signature, payloads
 from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
     CommandRejected,
-    QueryFailedError,
-    UpdateFailedError,
-    UpdateWaitTimedOutError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowParkedError,
+    WorkflowResultTimeoutError,
 )
-from durable_workflow.executor import intake, readonly, start_workflow, updates
+from durable_workflow.executor import intake, start_workflow
 from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
-from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult, UpdateResult
+from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult
 from durable_workflow.store import history, runs, waits
-from durable_workflow.store import messages as message_store
-from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
 from durable_workflow.testing.kit import StubTestKit
 
 
-class WorkflowStub(StubTestKit):
+class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
     """A handle on one workflow instance (and, after ``load_run``, one pinned run)."""
 
     def __init__(
@@ -55,8 +60,16 @@ class WorkflowStub(StubTestKit):
         return f"<WorkflowStub {self._workflow_type} {self._instance_id} {self.status()}>"
 
     # ------------------------------------------------------------ factories
+    @overload
     @classmethod
-    def make(cls, workflow: type | str, instance_id: str | None = None) -> WorkflowStub:
+    def make(
+        cls, workflow: type[Handles[P, R]], instance_id: str | None = None
+    ) -> WorkflowStub[P, R]: ...
+    @overload
+    @classmethod
+    def make(cls, workflow: str, instance_id: str | None = None) -> WorkflowStub[..., Any]: ...
+    @classmethod
+    def make(cls, workflow: type | str, instance_id: str | None = None) -> WorkflowStub[..., Any]:
         """A stub for a new instance; the id is reserved at once (status ``reserved``)."""
         workflow_type = _type_key(workflow)
         registry.workflow_class(workflow_type)  # an unknown type key fails here, clearly
@@ -65,7 +78,7 @@ class WorkflowStub(StubTestKit):
         return cls(instance_id, workflow_type, run=runs.current_run(instance_id))
 
     @classmethod
-    def load(cls, instance_id: str) -> WorkflowStub:
+    def load(cls, instance_id: str) -> WorkflowStub[..., Any]:
         """A stub for an existing instance that follows its newest run."""
         instance = runs.get_instance(validate_instance_id(instance_id))
         if instance is None:
@@ -73,7 +86,7 @@ class WorkflowStub(StubTestKit):
         return cls(instance_id, instance.workflow_type, run=runs.current_run(instance_id))
 
     @classmethod
-    def load_run(cls, run_id: str | uuid.UUID) -> WorkflowStub:
+    def load_run(cls, run_id: str | uuid.UUID) -> WorkflowStub[..., Any]:
         """A stub pinned to one run, current or historical."""
         try:
             run = runs.get_run(uuid.UUID(str(run_id)))
@@ -84,9 +97,20 @@ class WorkflowStub(StubTestKit):
         return cls(run.instance_id, run.workflow_type, run=run, pinned=True)
 
     # ------------------------------------------------------------- commands
-    def start(self, *args: Any, options: StartOptions | None = None) -> StartResult:
-        """Start the workflow; raises ``WorkflowAlreadyStartedError`` when rejected."""
-        result = self.attempt_start(*args, options=options)
+    @overload
+    def start(self, options: StartOptions, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
+    @overload
+    def start(self, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
+    @overload
+    def start(self, *args: Any, options: StartOptions) -> StartResult: ...
+    def start(self, *args: Any, options: StartOptions | None = None, **kwargs: Any) -> StartResult:
+        """Start the workflow; raises ``WorkflowAlreadyStartedError`` when rejected.
+
+        Options go first (or as ``options=``); keyword arguments move to their
+        positions in ``handle()``. A value the converter refuses raises
+        ``PayloadCodecError`` naming it, and nothing is written.
+        """
+        result = self.attempt_start(*args, options=options, **kwargs)
         if result.rejected:
             raise WorkflowAlreadyStartedError(
                 result.outcome,
@@ -96,16 +120,29 @@ class WorkflowStub(StubTestKit):
             )
         return result
 
-    def attempt_start(self, *args: Any, options: StartOptions | None = None) -> StartResult:
+    @overload
+    def attempt_start(
+        self, options: StartOptions, /, *args: P.args, **kwargs: P.kwargs
+    ) -> StartResult: ...
+    @overload
+    def attempt_start(self, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
+    @overload
+    def attempt_start(self, *args: Any, options: StartOptions) -> StartResult: ...
+    def attempt_start(
+        self, *args: Any, options: StartOptions | None = None, **kwargs: Any
+    ) -> StartResult:
         """Start the workflow and report the outcome instead of raising on rejection."""
-        if options is None and args and isinstance(args[-1], StartOptions):
+        if options is None and args and isinstance(args[0], StartOptions):
+            options, args = args[0], args[1:]
+        elif options is None and args and isinstance(args[-1], StartOptions):
             options, args = args[-1], args[:-1]
         workflow_cls = _class_or_none(self._workflow_type)
+        values = handle_signature(workflow_cls).bind(args, kwargs, f"start({self._workflow_type})")
         outcome = start_workflow(
             instance_id=self._instance_id,
             workflow_type=self._workflow_type,
             workflow_class=class_path(workflow_cls) if workflow_cls else "",
-            arguments=list(args),
+            arguments=payloads.plain_arguments(values, get_settings().PAYLOAD_CODEC),
             options=options or StartOptions(),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
@@ -166,7 +203,7 @@ class WorkflowStub(StubTestKit):
         """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""
         outcome = request_cancel(self._instance_id, run_id=self._target_run(), reason=reason)
         self.refresh()
-        return _command_result(outcome, self._pinned)
+        return command_result(outcome, self._pinned)
 
     def cancel(self, reason: str | None = None) -> CommandResult:
         """``attempt_cancel`` that raises ``CommandRejected`` when the command is rejected."""
@@ -176,31 +213,13 @@ class WorkflowStub(StubTestKit):
         """Close the run at once; no more workflow code runs."""
         outcome = request_terminate(self._instance_id, run_id=self._target_run(), reason=reason)
         self.refresh()
-        return _command_result(outcome, self._pinned)
+        return command_result(outcome, self._pinned)
 
     def terminate(self, reason: str | None = None) -> CommandResult:
         """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
         return _raise_if_rejected(self.attempt_terminate(reason), "terminate")
 
     # -------------------------------------------------------------- signals
-    def _target_run(self) -> str | None:
-        return self.run_id() if self._pinned else None
-
-    def attempt_signal(self, name: str, *args: Any) -> CommandResult:
-        """Send a signal; the result says whether it was accepted and why not."""
-        return self.attempt_signal_with_arguments(name, list(args))
-
-    def attempt_signal_with_arguments(
-        self, name: str, arguments: list[Any] | dict[str, Any]
-    ) -> CommandResult:
-        """Send a signal with a positional list or a named map of arguments."""
-        outcome = intake.send_signal(self._instance_id, name, arguments, run_id=self._target_run())
-        return _command_result(outcome, self._pinned)
-
-    def signal(self, name: str, *args: Any) -> CommandResult:
-        """Send a signal; raises ``CommandRejected`` if it is rejected."""
-        return _raise_if_rejected(self.attempt_signal(name, *args), f"signal {name!r}")
-
     def signal_with_start(
         self,
         name: str,
@@ -210,13 +229,14 @@ class WorkflowStub(StubTestKit):
     ) -> SignalWithStartResult:
         """Start the workflow if no run is active, and signal it, atomically."""
         workflow_cls = _class_or_none(self._workflow_type)
+        codec = get_settings().PAYLOAD_CODEC
         outcome = intake.signal_with_start(
             instance_id=self._instance_id,
             workflow_type=self._workflow_type,
             workflow_class=class_path(workflow_cls) if workflow_cls else "",
             signal_name=name,
-            signal_arguments=list(signal_args),
-            start_arguments=list(start_args or []),
+            signal_arguments=payloads.plain_arguments(signal_args, codec),
+            start_arguments=payloads.plain_arguments(start_args or [], codec),
             options=options or StartOptions(),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
@@ -234,81 +254,11 @@ class WorkflowStub(StubTestKit):
                 run_id=str(start.run_id) if start.run_id else None,
                 rejection_reason=start.rejection_reason,
             ),
-            signal=_command_result(outcome.signal, False),
+            signal=command_result(outcome.signal, False),
         )
-
-    # -------------------------------------------------------------- queries
-    def query(self, name: str, *args: Any) -> Any:
-        """Ask the workflow's state through a ``@dw.query`` method (durable or method name)."""
-        return self.query_with_arguments(name, list(args))
-
-    def query_with_arguments(self, name: str, arguments: list[Any] | dict[str, Any]) -> Any:
-        run = self._run if self._pinned else runs.current_run(self._instance_id)
-        if run is None:
-            raise QueryFailedError(
-                "rejected_not_started", f"workflow {self._instance_id!r} has not started"
-            )
-        return readonly.run_query(run, name, arguments)[1]
-
-    # -------------------------------------------------------------- updates
-    def submit_update(self, name: str, *args: Any) -> UpdateResult:
-        """Record the update and return as soon as it is accepted (or rejected)."""
-        outcome = updates.submit_update(
-            self._instance_id, name, list(args), run_id=self._target_run()
-        )
-        return _update_result(outcome.record, outcome)
-
-    def attempt_update(
-        self, name: str, *args: Any, wait_timeout: float | None = None
-    ) -> UpdateResult:
-        """Submit the update and wait (bounded) for the workflow to apply it."""
-        return self.attempt_update_with_arguments(name, list(args), wait_timeout=wait_timeout)
-
-    def attempt_update_with_arguments(
-        self, name: str, arguments: list[Any] | dict[str, Any], *, wait_timeout: float | None = None
-    ) -> UpdateResult:
-        outcome = updates.submit_update(
-            self._instance_id, name, arguments, run_id=self._target_run()
-        )
-        result = _update_result(outcome.record, outcome)
-        if not result.accepted or result.update_id is None:
-            return result
-        settings = get_settings()
-        budget = settings.UPDATE_WAIT_TIMEOUT_SECONDS if wait_timeout is None else wait_timeout
-        deadline = time.monotonic() + budget
-        while True:
-            latest = self.inspect_update(result.update_id)
-            if latest.update_status != "accepted":
-                return latest
-            if time.monotonic() >= deadline:
-                return dataclasses.replace(latest, wait_timed_out=True)
-            time.sleep(settings.UPDATE_POLL_INTERVAL_MS / 1000)
-
-    def update(self, name: str, *args: Any, wait_timeout: float | None = None) -> Any:
-        """Run an update and return its result; raises if it is rejected, fails or times out."""
-        result = self.attempt_update(name, *args, wait_timeout=wait_timeout)
-        if result.rejected:
-            raise CommandRejected(
-                result.outcome or "rejected",
-                result.rejection_reason,
-                f"update {name!r} was rejected: {result.failure_message or result.outcome}",
-                **result.metadata,
-            )
-        if result.failed:
-            raise UpdateFailedError(f"update {name!r} failed: {result.failure_message}")
-        if result.wait_timed_out:
-            raise UpdateWaitTimedOutError(f"update {name!r} was accepted but has not finished yet")
-        return result.result
-
-    def inspect_update(self, update_id: str) -> UpdateResult:
-        """The stored lifecycle of an update; never waits."""
-        record = message_store.get_update(update_id)
-        if record is None or record.instance_id != self._instance_id:
-            raise WorkflowNotFoundError(f"no update {update_id!r} for {self._instance_id!r}")
-        return _update_result(record, None)
 
     # ---------------------------------------------------------------- state
-    def refresh(self) -> WorkflowStub:
+    def refresh(self) -> WorkflowStub[P, R]:
         """Re-read the run from the database (status and output are cached until then)."""
         if self._pinned and self._run is not None:
             self._run = runs.get_run(self._run.id)
@@ -346,11 +296,48 @@ class WorkflowStub(StubTestKit):
     def terminated(self) -> bool:
         return self.status() == RunStatus.TERMINATED
 
-    def output(self) -> Any:
-        """The decoded return value of a completed run (``None`` otherwise)."""
+    def output(self, *, result_type: Any = None) -> R | None:
+        """The return value of a completed run (``None`` otherwise), decoded as the
+        workflow's ``handle()`` declares (or as ``result_type=``)."""
         if self._run is None or self._run.output is None:
             return None
-        return envelope.decode(self._run.output, expected_codec=self._run.payload_codec)
+        hint = result_type or handle_signature(_class_or_none(self._workflow_type)).result
+        value: R = payloads.decode_value(
+            self._run.output,
+            hint,
+            codec=self._run.payload_codec,
+            root="result",
+            receiver=CLIENT,
+        )
+        return value
+
+    def result(
+        self,
+        timeout: float | None = None,
+        *,
+        poll_interval: float = 0.05,
+        result_type: Any = None,
+    ) -> R:
+        """Wait for the run to close and return its output, typed as ``handle()`` declares.
+
+        Raises ``WorkflowFailedError`` (with the failure's type, message, traceback
+        and, when this process knows it, the original exception class),
+        ``WorkflowTimedOutError``, ``WorkflowCancelledError``,
+        ``WorkflowTerminatedError``, ``WorkflowParkedError`` (a failed workflow
+        task holds the run) or, when ``timeout`` seconds pass first,
+        ``WorkflowResultTimeoutError``. ``None`` waits as long as it takes.
+        """
+        self.wait(math.inf if timeout is None else timeout, poll_interval=poll_interval)
+        if self.running():
+            self._raise_if_parked()
+            raise WorkflowResultTimeoutError(
+                f"workflow {self._instance_id!r} is still {self.status()} after {timeout}s"
+            )
+        run = self._run
+        assert run is not None
+        if run.status == RunStatus.COMPLETED and run.closed_reason != "continued":
+            return self.output(result_type=result_type)  # type: ignore[return-value]
+        raise closed_error(run, self._instance_id)
 
     def history(self) -> list[HistoryEvent]:
         """The run's history events, in order."""
@@ -363,7 +350,7 @@ class WorkflowStub(StubTestKit):
         workflow task, that failure (read from committed rows, nothing is replayed)."""
         return waits.describe(self._instance_id, self._workflow_type, self.refresh()._run)
 
-    def wait(self, timeout: float = 30.0, *, poll_interval: float = 0.05) -> WorkflowStub:
+    def wait(self, timeout: float = 30.0, *, poll_interval: float = 0.05) -> WorkflowStub[P, R]:
         """Block until the run closes (or ``timeout`` seconds pass); for scripts and tests.
 
         Raises ``WorkflowParkedError`` as soon as the run is parked on a failed
@@ -392,20 +379,6 @@ class WorkflowStub(StubTestKit):
             )
 
 
-def _command_result(outcome: Any, pinned: bool) -> CommandResult:
-    return CommandResult(
-        accepted=outcome.accepted,
-        outcome=outcome.outcome,
-        command_id=str(outcome.command_id),
-        instance_id=outcome.instance_id,
-        run_id=str(outcome.run_id) if outcome.run_id else None,
-        rejection_reason=outcome.rejection_reason,
-        metadata=dict(outcome.metadata),
-        target_scope="run" if pinned else "instance",
-        reason=getattr(outcome, "reason", None),
-    )
-
-
 def _raise_if_rejected(result: CommandResult, what: str) -> CommandResult:
     if result.rejected:
         raise CommandRejected(
@@ -415,40 +388,6 @@ def _raise_if_rejected(result: CommandResult, what: str) -> CommandResult:
             **result.metadata,
         )
     return result
-
-
-def _update_result(record: UpdateRecord | None, outcome: Any) -> UpdateResult:
-    if record is None:
-        return UpdateResult(
-            accepted=False,
-            update_status="rejected",
-            update_id=None,
-            update_name="",
-            command_id=str(outcome.command_id),
-            rejection_reason=outcome.rejection_reason,
-            outcome=outcome.outcome,
-            metadata=dict(outcome.metadata),
-        )
-    status = record.status
-    value = None
-    if status == "completed" and record.result is not None:
-        value = envelope.decode(record.result)
-    closed_outcome = {"completed": "update_completed", "failed": "update_failed"}
-    return UpdateResult(
-        accepted=status != "rejected",
-        update_status=status,
-        update_id=str(record.id),
-        update_name=record.update_name,
-        command_id=str(record.command_id),
-        result=value,
-        failure_message=record.failure_message or None,
-        rejection_reason=record.rejection_reason,
-        outcome=outcome.outcome
-        if outcome is not None and outcome.outcome
-        else closed_outcome.get(status),
-        closed_at=record.closed_at,
-        metadata=dict(outcome.metadata) if outcome is not None else {},
-    )
 
 
 def _type_key(workflow: type | str) -> str:

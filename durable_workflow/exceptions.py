@@ -6,7 +6,7 @@ workflow body that writes ``except Exception`` must not be able to swallow them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class DurableWorkflowError(Exception):
@@ -83,17 +83,82 @@ class QueryCommandError(DurableWorkflowError):
     """A query method or a wait predicate tried to call a durable helper."""
 
 
-class QueryFailedError(DurableWorkflowError):
-    """A query could not be answered (unknown name, bad arguments, or it raised)."""
+class MessageFailedError(DurableWorkflowError):
+    """Shared shape of the update, query and signal errors (docs/reference/errors.md).
 
-    def __init__(self, reason: str, message: str, **metadata: Any):
+    ``rejected`` says which of the two ways it failed: True when the message was
+    refused before any handler ran (unknown name, invalid arguments, a validator
+    said no, the run is closed), False when the handler ran and raised; then
+    ``exception_type``, ``exception_class``, ``failure_message`` and ``traceback``
+    describe what it raised. ``reason`` is the machine-readable code, ``metadata``
+    holds e.g. ``validation_errors``.
+    """
+
+    rejected: ClassVar[bool] = False
+    kind: ClassVar[str] = "message"
+
+    def __init__(
+        self,
+        reason: str,
+        message: str = "",
+        *,
+        name: str = "",
+        outcome: str | None = None,
+        exception_type: str = "",
+        exception_class: str = "",
+        failure_message: str = "",
+        traceback: str = "",
+        **metadata: Any,
+    ):
         self.reason = reason
+        self.outcome = outcome or reason
+        self.name = name
+        self.exception_type = exception_type
+        self.exception_class = exception_class
+        self.failure_message = failure_message
+        self.traceback = traceback
         self.metadata = metadata
-        super().__init__(message)
+        Exception.__init__(self, message or f"{self.kind} {name!r} failed: {reason}")
+
+    @property
+    def validation_errors(self) -> dict[str, list[str]]:
+        return dict(self.metadata.get("validation_errors") or {})
+
+
+class QueryFailedError(MessageFailedError):
+    """A query could not be answered: refused (``QueryRejectedError``) or it raised
+    (``QueryHandlerFailedError``)."""
+
+    kind = "query"
+
+
+class QueryRejectedError(QueryFailedError):
+    """The query was refused: unknown name, invalid arguments, run not started or
+    its workflow class unavailable."""
+
+    rejected = True
+
+
+class QueryHandlerFailedError(QueryFailedError):
+    """The query method raised."""
 
 
 class NonRetryableError(DurableWorkflowError):
     """Raise (or subclass) in an activity to stop further retries."""
+
+
+class ModelInstanceNotFoundError(NonRetryableError, LookupError):
+    """A model instance passed as an argument was deleted before the activity ran.
+
+    Non-retryable: the row will not come back by itself. ``model`` is the
+    ``app_label.model_name`` label, ``pk`` and ``using`` say which row.
+    """
+
+    def __init__(self, message: str, *, model: str = "", pk: Any = None, using: str = ""):
+        super().__init__(message)
+        self.model = model
+        self.pk = pk
+        self.using = using
 
 
 class ActivityFailed(DurableWorkflowError):
@@ -260,8 +325,19 @@ class PayloadCodecError(DurableWorkflowError, ValueError):
     ``invalid_payload_framing`` or ``unsupported_value_type``.
     """
 
-    def __init__(self, reason: str, message: str = ""):
+    def __init__(
+        self,
+        reason: str,
+        message: str = "",
+        *,
+        path: str | None = None,
+        value_type: str | None = None,
+    ):
         self.reason = reason
+        #: Where the value sits (``argument 2 → items[3] → "when"``), when known.
+        self.path = path
+        #: The offending value's type, for values refused on the way in.
+        self.value_type = value_type
         super().__init__(f"{reason}: {message}" if message else reason)
 
 
@@ -275,12 +351,113 @@ class CommandRejected(DurableWorkflowError):
         super().__init__(message or f"command rejected: {outcome} ({reason})")
 
 
-class UpdateFailedError(DurableWorkflowError):
-    """An accepted update's handler raised; the run itself stays open."""
+class UpdateFailedError(MessageFailedError):
+    """An update gave no result: refused before it ran (``UpdateRejectedError``, e.g.
+    by its validator) or its handler raised (``UpdateHandlerFailedError``); the run
+    itself stays open either way. ``update_id`` names the stored update, when any."""
+
+    kind = "update"
+
+    @property
+    def update_id(self) -> str | None:
+        value = self.metadata.get("update_id")
+        return None if value is None else str(value)
+
+
+class UpdateRejectedError(UpdateFailedError, CommandRejected):
+    """The update was refused before its handler ran (its validator said no, unknown
+    name, invalid arguments, the run is closed). Also a ``CommandRejected``."""
+
+    rejected = True
+
+
+class UpdateHandlerFailedError(UpdateFailedError):
+    """The update was accepted and its handler raised."""
+
+
+class SignalFailedError(MessageFailedError):
+    """A signal was not delivered. Signals are fire-and-forget: a handler that raises
+    fails the run (``WorkflowFailedError`` from ``result()``), so the only way a
+    sender sees a signal fail is ``SignalRejectedError``."""
+
+    kind = "signal"
+
+
+class SignalRejectedError(SignalFailedError, CommandRejected):
+    """The signal was refused (undeclared name, invalid arguments, the run is closed).
+    Also a ``CommandRejected``."""
+
+    rejected = True
 
 
 class UpdateWaitTimedOutError(DurableWorkflowError, TimeoutError):
     """An update was accepted but did not finish within the wait budget."""
+
+
+class WorkflowClosedError(DurableWorkflowError):
+    """``WorkflowStub.result()`` found the run closed without a result.
+
+    ``status`` and ``closed_reason`` are the run's; subclasses say how it closed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        instance_id: str,
+        run_id: str | None,
+        status: str,
+        closed_reason: str | None = None,
+    ):
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.run_id = run_id
+        self.status = status
+        self.closed_reason = closed_reason
+
+
+class WorkflowFailedError(WorkflowClosedError):
+    """The run failed. ``exception_type``, ``message`` and ``traceback`` are
+    the body's failure as recorded; ``exception_class`` its stored class path and
+    ``original`` that class, when it is one this process knows (never imported from
+    the stored path), else None; ``failure_id`` the failure row."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        exception_type: str = "",
+        exception_class: str = "",
+        failure_message: str = "",
+        traceback: str = "",
+        original: type[BaseException] | None = None,
+        failure_id: str | None = None,
+        **run: Any,
+    ):
+        super().__init__(message, **run)
+        self.exception_type = exception_type
+        self.exception_class = exception_class
+        #: The body's exception message (``str(error)`` is the whole sentence).
+        self.message = failure_message
+        self.traceback = traceback
+        self.original = original
+        self.failure_id = failure_id
+
+
+class WorkflowTimedOutError(WorkflowFailedError):
+    """The run failed because its execution or run deadline passed."""
+
+
+class WorkflowCancelledError(WorkflowClosedError):
+    """The run was cancelled (``reason`` as given to ``cancel()``)."""
+
+
+class WorkflowTerminatedError(WorkflowClosedError):
+    """The run was terminated."""
+
+
+class WorkflowResultTimeoutError(DurableWorkflowError, TimeoutError):
+    """``result(timeout=...)`` gave up waiting; the run is still open."""
 
 
 class WorkflowAlreadyStartedError(CommandRejected):

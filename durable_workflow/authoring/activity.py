@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
+from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.exceptions import NotInActivityError
 from durable_workflow.options import DEFAULT_BACKOFF, ActivityOptions, normalize_backoff
 
@@ -23,8 +24,13 @@ class ActivityContext:
     heartbeat: Callable[[Any], bool]
 
 
-class Activity:
-    """Subclass and implement ``handle()``; run with ``dw.activity(MyActivity, ...)``."""
+class Activity(Generic[HandleP, HandleR]):
+    """Subclass and implement ``handle()``; run with ``dw.activity(MyActivity, ...)``.
+
+    Type checkers read ``handle()``'s signature: ``dw.activity(MyActivity, ...)``
+    checks its arguments and gives its return type. ``Activity[[str, int], str]``
+    states the signature explicitly, when you want it checked against ``handle()``.
+    """
 
     #: Durable type key stored in history; set it explicitly.
     type_key: ClassVar[str | None] = None
@@ -43,7 +49,7 @@ class Activity:
         if not cls.__dict__.get("abstract", False):
             registry.register_activity(cls)
 
-    def handle(self, *args: Any) -> Any:
+    def handle(self, *args: HandleP.args, **kwargs: HandleP.kwargs) -> HandleR:
         raise NotImplementedError(f"{type(self).__name__} must implement handle()")
 
     def backoff(self) -> list[int] | int:
@@ -82,7 +88,9 @@ class Activity:
         return bool(self._context().heartbeat(details))
 
 
-def retry_policy(cls: type[Activity] | None, options: ActivityOptions | None) -> dict[str, Any]:
+def retry_policy(
+    cls: type[Activity[..., Any]] | None, options: ActivityOptions | None
+) -> dict[str, Any]:
     """The options snapshot stored on the execution when it is scheduled."""
     opts = options or ActivityOptions()
     snapshot = opts.snapshot()

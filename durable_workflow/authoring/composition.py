@@ -6,21 +6,54 @@ Like every in-body helper they forward to the runtime of the running body.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from durable_workflow import registry
 from durable_workflow.authoring.helpers import _runtime, _split_options
+from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.calls import Call
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.selection import SelectionResult
 from durable_workflow.options import ChildWorkflowOptions
 
+T = TypeVar("T")
 
-def child(workflow: type | str, *args: Any, options: ChildWorkflowOptions | None = None) -> Any:
+
+@overload
+def child(
+    workflow: type[Handles[P, R]],
+    options: ChildWorkflowOptions,
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> R: ...
+@overload
+def child(workflow: type[Handles[P, R]], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+@overload
+def child(
+    workflow: type[Handles[..., Any]] | str,
+    /,
+    *args: Any,
+    result_type: type[T],
+    options: ChildWorkflowOptions | None = None,
+) -> T: ...
+@overload
+def child(workflow: type[Handles[..., R]], /, *args: Any, options: ChildWorkflowOptions) -> R: ...
+@overload
+def child(workflow: str, /, *args: Any, options: ChildWorkflowOptions | None = None) -> Any: ...
+def child(
+    workflow: type | str,
+    /,
+    *args: Any,
+    options: ChildWorkflowOptions | None = None,
+    result_type: Any = None,
+    **kwargs: Any,
+) -> Any:
     """Start a child workflow and return its result (or raise its failure).
 
     Raises ``ChildWorkflowFailed``, ``ChildWorkflowCancelled`` or
-    ``ChildWorkflowTerminated`` when the child does not complete.
+    ``ChildWorkflowTerminated`` when the child does not complete. Arguments and
+    the result are typed by the child's ``handle()`` (or ``result_type=``).
     """
     runtime = _runtime("child")
     options, args = _split_options(args, options, ChildWorkflowOptions)
@@ -37,22 +70,24 @@ def child(workflow: type | str, *args: Any, options: ChildWorkflowOptions | None
     return runtime.start_child(
         workflow_type=str(cls.type_key),  # type: ignore[attr-defined]
         workflow_class=class_path(cls),
-        arguments=list(args),
+        arguments=bind_call(cls, args, kwargs, f"child({cls.type_key})"),  # type: ignore[attr-defined]
         options=snapshot,
+        result_type=result_hint(cls, result_type),
     )
 
 
 execute_child_workflow = child
 
 
-def all(calls: Iterable[Callable[[], Any]]) -> Any:
+def all(calls: Iterable[Callable[[], T]]) -> list[T]:
     """Run every member at once and wait for all of them; results keep the input shape.
 
     Each member is a zero-argument callable making one durable call, e.g.
     ``lambda: dw.activity(Charge, order)``, or a nested ``dw.all([...])``. The
     earliest recorded failure is raised; later ones never replace it.
     """
-    return _runtime("all").run_all(calls)
+    results: list[T] = _runtime("all").run_all(calls)
+    return results
 
 
 parallel = all

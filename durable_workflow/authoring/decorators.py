@@ -3,37 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from durable_workflow import text
 
 F = Callable[..., Any]
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class _UpdateMethod:
-    """Marks an update handler; ``@handler.validator`` attaches a validator."""
+class UpdateMethod(Generic[S, P, R]):
+    """An update handler (``@dw.update``); ``@handler.validator`` attaches a validator.
 
-    def __init__(self, fn: F, name: str) -> None:
+    Read on the class (``OrderWorkflow.mark_ready``) it is this object, which
+    ``WorkflowStub.update()`` accepts to check the arguments and type the result;
+    read on an instance it is the bound method.
+    """
+
+    def __init__(self, fn: Callable[Concatenate[S, P], R], name: str) -> None:
         self.fn = fn
         self.name = name
         self.validator_fn: F | None = None
         self.__doc__ = fn.__doc__
-        self.__name__ = fn.__name__
+        self.__name__ = getattr(fn, "__name__", name)
 
-    def validator(self, fn: F) -> F:
+    def validator(self, fn: Fn) -> Fn:
         self.validator_fn = fn
         return fn
 
     def __set_name__(self, owner: type, attr: str) -> None:
         self.attr = attr
 
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> UpdateMethod[S, P, R]: ...
+    @overload
+    def __get__(self, instance: S, owner: type | None = None) -> Callable[P, R]: ...
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         if instance is None:
             return self
-        return self.fn.__get__(instance, owner)
+        return self.fn.__get__(instance, owner)  # type: ignore[attr-defined]
 
 
-def _named(kind: str, name: str | F | None, build: Callable[[F, str], Any]) -> Any:
+def _named(name: str | F | None, build: Callable[[F, str], Any]) -> Any:
     if callable(name):  # used bare: @dw.query
         fn = name
         return build(fn, fn.__name__)
@@ -44,29 +57,43 @@ def _named(kind: str, name: str | F | None, build: Callable[[F, str], Any]) -> A
     return decorate
 
 
-def query(name: str | F | None = None) -> Any:
+@overload
+def query(name: Fn, /) -> Fn: ...
+@overload
+def query(name: str | None = None, /) -> Callable[[Fn], Fn]: ...
+def query(name: str | F | None = None, /) -> Any:
     """Expose a read-only method to ``WorkflowStub.query`` under a durable name."""
 
     def build(fn: F, public: str) -> F:
         fn._dw_query_name = public  # type: ignore[attr-defined]
         return fn
 
-    return _named("query", name, build)
+    return _named(name, build)
 
 
-def update(name: str | F | None = None) -> Any:
+@overload
+def update(name: Callable[Concatenate[S, P], R], /) -> UpdateMethod[S, P, R]: ...
+@overload
+def update(
+    name: str | None = None, /
+) -> Callable[[Callable[Concatenate[S, P], R]], UpdateMethod[S, P, R]]: ...
+def update(name: str | F | None = None, /) -> Any:
     """Expose a state-changing method to ``WorkflowStub.update`` under a durable name."""
-    return _named("update", name, lambda fn, public: _UpdateMethod(fn, public))
+    return _named(name, lambda fn, public: UpdateMethod(fn, public))
 
 
-def signal(name: str | F | None = None) -> Any:
+@overload
+def signal(name: Fn, /) -> Fn: ...
+@overload
+def signal(name: str | None = None, /) -> Callable[[Fn], Fn]: ...
+def signal(name: str | F | None = None, /) -> Any:
     """Handle a signal in a method instead of waiting for it with ``wait_signal``."""
 
     def build(fn: F, public: str) -> F:
         fn._dw_signal_name = public  # type: ignore[attr-defined]
         return fn
 
-    return _named("signal", name, build)
+    return _named(name, build)
 
 
 def collect(cls: type) -> None:
@@ -75,11 +102,11 @@ def collect(cls: type) -> None:
     from durable_workflow.exceptions import ConfigurationError
 
     queries: dict[str, str] = {}
-    updates: dict[str, _UpdateMethod] = {}
+    updates: dict[str, UpdateMethod[Any, ..., Any]] = {}
     handlers: dict[str, str] = {}
     for attr in dir(cls):
         value = getattr(cls, attr, None)
-        if isinstance(value, _UpdateMethod):
+        if isinstance(value, UpdateMethod):
             updates[value.name] = value
         elif callable(value) and hasattr(value, "_dw_query_name"):
             queries[value._dw_query_name] = attr

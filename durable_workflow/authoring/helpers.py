@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid as _uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from durable_workflow import ids, registry
+from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.durations import Duration, to_seconds
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
@@ -21,7 +22,9 @@ from durable_workflow.exceptions import (
     InvalidDurationError,
     NotInWorkflowError,
 )
-from durable_workflow.options import ActivityOptions
+from durable_workflow.options import ActivityOptions, LocalActivityOptions
+
+T = TypeVar("T")
 
 
 def _runtime(helper: str) -> WorkflowRuntime:
@@ -39,10 +42,42 @@ def _split_options(args: tuple[Any, ...], options: Any, kind: type) -> tuple[Any
     return options, args
 
 
-def activity(activity: type | str, *args: Any, options: ActivityOptions | None = None) -> Any:
-    """Run an activity and return its result (or raise its final failure)."""
+@overload
+def activity(
+    activity: type[Handles[P, R]], options: ActivityOptions, /, *args: P.args, **kwargs: P.kwargs
+) -> R: ...
+@overload
+def activity(activity: type[Handles[P, R]], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+@overload
+def activity(
+    activity: type[Handles[..., Any]] | str,
+    /,
+    *args: Any,
+    result_type: type[T],
+    options: ActivityOptions | None = None,
+) -> T: ...
+@overload
+def activity(activity: type[Handles[..., R]], /, *args: Any, options: ActivityOptions) -> R: ...
+@overload
+def activity(activity: str, /, *args: Any, options: ActivityOptions | None = None) -> Any: ...
+def activity(
+    activity: type | str,
+    /,
+    *args: Any,
+    options: ActivityOptions | None = None,
+    result_type: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """Run an activity and return its result (or raise its final failure).
+
+    Options go first after the class (or as ``options=``); keyword arguments are
+    moved to their positions in ``handle()``. The result is decoded as
+    ``handle()``'s return annotation declares, or as ``result_type=``.
+    """
     options, args = _split_options(args, options, ActivityOptions)
-    return schedule_activity(activity, args, options, helper="activity")
+    return schedule_activity(
+        activity, args, options, helper="activity", kwargs=kwargs, result_type=result_type
+    )
 
 
 def schedule_activity(
@@ -52,6 +87,8 @@ def schedule_activity(
     *,
     helper: str,
     worker_session: dict[str, Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+    result_type: Any = None,
 ) -> Any:
     """Schedule a queued activity; ``worker_session`` pins it to a session's holder."""
     from durable_workflow.authoring.activity import Activity, retry_policy
@@ -67,6 +104,7 @@ def schedule_activity(
         cls, type_key = activity, str(activity.type_key)
     else:
         raise TypeError(f"activity() takes an Activity subclass or a type key, not {activity!r}")
+    arguments = bind_call(cls, args, kwargs or {}, f"{helper}({type_key})")
 
     def routing() -> tuple[dict[str, Any], str | None, str | None]:
         # Only a new step needs its options snapshot; replay skips this work.
@@ -84,8 +122,9 @@ def schedule_activity(
     return runtime.schedule_activity(
         activity_type=type_key,
         activity_class=class_path(cls) if cls else "",
-        arguments=list(args),
+        arguments=arguments,
         routing=routing,
+        result_type=result_hint(cls, result_type),
     )
 
 
@@ -132,9 +171,18 @@ def years(n: int) -> None:
     return timer(f"{_whole(n, 'years')} years")
 
 
-def side_effect(fn: Callable[[], Any]) -> Any:
-    """Call ``fn`` once, record its value, and return the recorded value on replay."""
-    return _runtime("side_effect").side_effect(fn)
+def side_effect(fn: Callable[[], T], *, result_type: type[T] | None = None) -> T:
+    """Call ``fn`` once, record its value, and return the recorded value on replay.
+
+    The value is decoded as ``fn``'s return annotation (or ``result_type=``)
+    declares, on the first run as on replay; a value that could not replay as its
+    own type (a dataclass from a lambda) is refused here rather than later.
+    """
+    from durable_workflow.converter import signature_of
+
+    hint = result_type if result_type is not None else signature_of(fn, method=False).result
+    value: T = _runtime("side_effect").side_effect(fn, hint)
+    return value
 
 
 def uuid4() -> str:
@@ -241,15 +289,43 @@ def upsert_search_attributes(attributes: dict[str, Any]) -> None:
     )
 
 
-def local_activity(activity: type | str, *args: Any, options: Any = None) -> Any:
+LocalOptions = LocalActivityOptions | ActivityOptions
+
+
+@overload
+def local_activity(
+    activity: type[Handles[P, R]], options: LocalOptions, /, *args: P.args, **kwargs: P.kwargs
+) -> R: ...
+@overload
+def local_activity(activity: type[Handles[P, R]], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+@overload
+def local_activity(
+    activity: type[Handles[..., Any]] | str,
+    /,
+    *args: Any,
+    result_type: type[T],
+    options: LocalOptions | None = None,
+) -> T: ...
+@overload
+def local_activity(activity: type[Handles[..., R]], /, *args: Any, options: LocalOptions) -> R: ...
+@overload
+def local_activity(activity: str, /, *args: Any, options: LocalOptions | None = None) -> Any: ...
+def local_activity(
+    activity: type | str,
+    /,
+    *args: Any,
+    options: Any = None,
+    result_type: Any = None,
+    **kwargs: Any,
+) -> Any:
     """Run an activity inside this workflow task's process (no queue hop).
 
     Retries are durable workflow tasks with back-off; options are
     ``LocalActivityOptions`` (an ``ActivityOptions`` is accepted when it has no
-    connection, queue or schedule-to-start timeout).
+    connection, queue or schedule-to-start timeout). Arguments and the result
+    are typed as for ``activity()``.
     """
     from durable_workflow.authoring.activity import Activity, retry_policy
-    from durable_workflow.options import LocalActivityOptions
 
     runtime = _runtime("local_activity")
     if options is None and args and isinstance(args[0], ActivityOptions | LocalActivityOptions):
@@ -274,8 +350,9 @@ def local_activity(activity: type | str, *args: Any, options: Any = None) -> Any
     return runtime.schedule_local_activity(
         activity_type=str(cls.type_key),
         activity_class=class_path(cls),
-        arguments=list(args),
+        arguments=bind_call(cls, args, kwargs, f"local_activity({cls.type_key})"),
         options=snapshot,
+        result_type=result_hint(cls, result_type),
     )
 
 

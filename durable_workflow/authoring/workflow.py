@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+
+from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
 from durable_workflow.authoring import composition, decorators, helpers, sessions
 from durable_workflow.authoring.handles import ChildWorkflowHandle
+from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
 
 
-class Workflow(SagaMixin):
-    """Subclass and implement ``handle()``; start it with ``WorkflowStub``."""
+class Workflow(SagaMixin, Generic[HandleP, HandleR]):
+    """Subclass and implement ``handle()``; start it with ``WorkflowStub``.
+
+    Type checkers read ``handle()``'s signature: ``WorkflowStub.make(MyWorkflow)``
+    checks ``start()``'s arguments and types ``result()``; so do ``dw.child()``.
+    """
 
     #: Durable type key stored in history; set it explicitly.
     type_key: ClassVar[str | None] = None
@@ -42,13 +48,13 @@ class Workflow(SagaMixin):
             registry.register_workflow(cls)
 
     @classmethod
-    def _dw_instantiate(cls, runtime: WorkflowRuntime) -> Workflow:
+    def _dw_instantiate(cls, runtime: WorkflowRuntime) -> Workflow[..., Any]:
         instance = cls.__new__(cls)
         instance._dw_runtime = runtime
         instance.__init__()  # type: ignore[misc]
         return instance
 
-    def handle(self, *args: Any) -> Any:
+    def handle(self, *args: HandleP.args, **kwargs: HandleP.kwargs) -> HandleR:
         raise NotImplementedError(f"{type(self).__name__} must implement handle()")
 
     def _runtime(self) -> WorkflowRuntime:

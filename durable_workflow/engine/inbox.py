@@ -14,6 +14,7 @@ from typing import Any
 
 import greenlet
 
+from durable_workflow.converter import signature_of
 from durable_workflow.engine import failures
 from durable_workflow.engine.commands import ApplySignal, ApplyUpdate, CompleteUpdate
 from durable_workflow.engine.core import Core
@@ -34,13 +35,14 @@ class Inbox:
         core = self._core
         name = str(payload["signal_name"])
         signal_id = str(payload["signal_id"])
-        arguments = list(core.payloads.decode(payload.get("arguments")) or [])
         instance = self._instance()
         handlers = getattr(type(instance), "_dw_signal_handlers", {})
         if name not in handlers:
+            arguments = list(core.payloads.decode(payload.get("arguments")) or [])
             self._waits.deliver_signal(name, signal_id, arguments)
             return
-        core.scheduler.spawn(self._run_handler, getattr(instance, handlers[name]), arguments)
+        plain = core.payloads.decode_plain(payload.get("arguments"))
+        core.scheduler.spawn(self._run_handler, getattr(instance, handlers[name]), plain)
         core.outbox.mark(
             ("signal", signal_id),
             ApplySignal(
@@ -48,9 +50,14 @@ class Inbox:
             ),
         )
 
-    def _run_handler(self, method: Callable[..., Any], args: list[Any]) -> None:
+    def _typed(self, fn: Callable[..., Any], plain: Any) -> list[Any]:
+        """Plain arguments as the handler's parameters declare them. Called on the
+        handler's greenlet, so a misfit fails the handler, like an error in its body."""
+        return self._core.payloads.typed_arguments(plain, signature_of(fn))
+
+    def _run_handler(self, method: Callable[..., Any], plain: Any) -> None:
         try:
-            method(*args)
+            method(*self._typed(getattr(method, "__func__", method), plain))
         except Abort:
             return
         except greenlet.GreenletExit:
@@ -70,12 +77,10 @@ class Inbox:
                 None,
                 "the workflow no longer declares it",
             )
-        arguments = list(core.payloads.decode(payload.get("arguments")) or [])
-        core.scheduler.spawn(self._run_update, update_id, name, handler.fn, arguments)
+        plain = core.payloads.decode_plain(payload.get("arguments"))
+        core.scheduler.spawn(self._run_update, update_id, name, handler.fn, plain)
 
-    def _run_update(
-        self, update_id: str, name: str, fn: Callable[..., Any], args: list[Any]
-    ) -> None:
+    def _run_update(self, update_id: str, name: str, fn: Callable[..., Any], plain: Any) -> None:
         outbox = self._core.outbox
         outbox.mark(
             ("update_applied", update_id),
@@ -83,7 +88,8 @@ class Inbox:
         )
         done = ("update_completed", update_id)
         try:
-            result = self._core.payloads.encode(fn(self._instance(), *args))
+            args = self._typed(fn, plain)
+            result = self._core.payloads.encode(fn(self._instance(), *args), "update result")
         except Abort:
             return
         except greenlet.GreenletExit:

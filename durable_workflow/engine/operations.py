@@ -23,9 +23,11 @@ from durable_workflow.exceptions import (
     ChildWorkflowFailed,
     ChildWorkflowTerminated,
     DurableWorkflowError,
+    PayloadCodecError,
 )
 
-Decode = Callable[[Any], Any]
+#: Decodes a result envelope into a declared type (None: as stored).
+Decode = Callable[[Any, Any], Any]
 Outcome = tuple[Any, BaseException | None]
 
 _CHILD_ERRORS: dict[str, type[DurableWorkflowError]] = {
@@ -39,14 +41,16 @@ _COMPLETED = frozenset({EventType.ACTIVITY_COMPLETED, EventType.CHILD_RUN_COMPLE
 class Operation:
     """A durable operation at one step: its future and how history settles it."""
 
-    __slots__ = ("future", "name", "step")
+    __slots__ = ("future", "name", "result_type", "step")
     #: The signature kind of the operation (``activity``, ``timer``, ...).
     kind: ClassVar[str] = ""
 
-    def __init__(self, step: int, name: str | None = None) -> None:
+    def __init__(self, step: int, name: str | None = None, result_type: Any = None) -> None:
         self.step = step
         self.name = name
         self.future = Future(step)
+        #: The callee's declared result type (its return annotation or ``result_type=``).
+        self.result_type = result_type
 
     @property
     def identity(self) -> str:
@@ -57,7 +61,10 @@ class Operation:
         kind = event.event_type
         payload = event.payload
         if kind in _COMPLETED:
-            return decode(payload.get("result")), None
+            try:
+                return decode(payload.get("result"), self.result_type), None
+            except PayloadCodecError as misfit:  # raised in the body, at the call
+                return None, misfit
         if kind == EventType.TIMER_FIRED:
             return None, None
         child_error = _CHILD_ERRORS.get(kind)

@@ -30,8 +30,8 @@ class LocalRequest:
 class ContinueAsNewRequested(BaseException):
     """Raised by ``continue_as_new()`` to end the body; never seen by user code."""
 
-    def __init__(self, arguments: list[Any]):
-        self.arguments = arguments
+    def __init__(self, arguments: dict[str, Any]):
+        self.arguments = arguments  # the next run's arguments, already encoded
         super().__init__("continue as new")
 
 

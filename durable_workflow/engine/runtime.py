@@ -40,6 +40,7 @@ import greenlet
 
 from durable_workflow.codec import envelope
 from durable_workflow.engine import failures
+from durable_workflow.converter import handle_signature
 from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.commands import (
     CancelWorkflow,
@@ -82,8 +83,11 @@ class WorkflowRuntime:
         workflow_id: str,
         run_id: str,
         codec: str = envelope.DEFAULT_CODEC,
+        workflow_class: type | None = None,
     ) -> None:
         self.workflow_id = workflow_id
+        #: Its ``handle()`` annotations type the start arguments.
+        self.workflow_class = workflow_class
         self.run_id = run_id
         self.codec = codec
         #: The workflow instance, once the body built it.
@@ -249,8 +253,12 @@ class WorkflowRuntime:
         self._ledger.now = event.recorded_at
         self._ledger.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
         self._streams.cursors.update(event.payload.get("message_cursors") or {})
-        args = self._core.payloads.decode(event.payload["arguments"])
-        self._scheduler.spawn(self._main, *(args or []))
+        # Decoded here, not in the body: a payload that cannot be read (or does not fit
+        # handle()'s annotations) fails the workflow task, which a fix can repair.
+        args = self._core.payloads.decode_arguments(
+            event.payload["arguments"], handle_signature(self.workflow_class)
+        )
+        self._scheduler.spawn(self._main, *args)
 
     def _deliver(self, event: HistoryEvent) -> None:
         """An outcome recorded in history settles the operation at its step."""
@@ -266,7 +274,7 @@ class WorkflowRuntime:
         if event.event_type == EventType.TIMER_FIRED and isinstance(op, WaitOp):
             self._waits.timed_out(op)
             return
-        value, error = op.settle(event, self._core.payloads.decode)
+        value, error = op.settle(event, self._core.payloads.decode_result)
         self._scheduler.resolve(op.future, value=value, error=error)
 
     def _deliver_message(self, event: HistoryEvent) -> None:
@@ -312,14 +320,14 @@ class WorkflowRuntime:
                 outbox.closed = (
                     CancelWorkflow(reason=self._cancel_reason)
                     if self._cancel_requested
-                    else CompleteWorkflow(result=self._core.payloads.encode(result))
+                    else CompleteWorkflow(result=self._core.payloads.encode(result, "result"))
                 )
         except Abort:
             return
         except ContinueAsNewRequested as request:
             if outbox.closed is None:
                 outbox.closed = ContinueAsNew(
-                    arguments=self._core.payloads.encode(list(request.arguments)),
+                    arguments=request.arguments,
                     message_cursors=dict(self._streams.cursors),
                 )
         except greenlet.GreenletExit:
@@ -336,7 +344,8 @@ class WorkflowRuntime:
     def continue_as_new(self, arguments: list[Any]) -> None:
         if greenlet.getcurrent() is not self._scheduler.main:
             raise TypeError("continue_as_new() can only be called from the workflow body")
-        raise ContinueAsNewRequested(arguments)
+        # Encoded here, so a refused value fails at the call, where the body can see it.
+        raise ContinueAsNewRequested(self._core.payloads.encode_arguments(arguments))
 
     def should_continue_as_new(self) -> bool:
         events = self.limits.get("continue_as_new_event_threshold", 10_000)

@@ -33,8 +33,16 @@ from durable_workflow.engine.operations import (
 from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.engine.scheduler import Future
 from durable_workflow.engine.waits import Waits, validate_condition_key
+from durable_workflow.exceptions import PayloadCodecError
 
 Routing = Callable[[], tuple[dict[str, Any], str | None, str | None]]
+
+
+def replays_as_itself(value: Any, replayed: Any) -> bool:
+    """Whether replay returns ``value``'s own type (subclasses of the builtins are
+    stored as the builtin by design; a record or enum needs its class declared)."""
+    cls = type(value)
+    return type(replayed) is cls or cls.__mro__[1] in (str, int, float, dict, list, bytes)
 
 
 def child_instance_id(run_id: object, step: int) -> str:
@@ -61,21 +69,37 @@ class Steps:
             return call
         return self._core.scheduler.wait(call.start(None))
 
+    def _encode_new(self, step: int, encode: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A new command's payload; a value the converter refuses gives the step back
+        and raises at the call, so nothing is recorded and replay stays aligned."""
+        try:
+            return encode()
+        except PayloadCodecError:
+            self._core.ledger.unclaim(step)
+            raise
+
     def _refuse_in_group(self, what: str) -> None:
         if self._collector.depth:
             raise TypeError(f"{what} cannot be a member of all() or select()")
 
     # ------------------------------------------------------------ activities
     def schedule_activity(
-        self, *, activity_type: str, activity_class: str, arguments: list[Any], routing: Routing
+        self,
+        *,
+        activity_type: str,
+        activity_class: str,
+        arguments: list[Any],
+        routing: Routing,
+        result_type: Any = None,
     ) -> Any:
         """``routing()`` gives (options snapshot, queue, connection); called for new steps only."""
         core = self._core
 
         def start(meta: Meta) -> Future:
             step, recorded = core.claim(("activity", activity_type))
-            op = ActivityOp(step, activity_type)
+            op = ActivityOp(step, activity_type, result_type)
             if recorded is None:
+                encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
                 if meta is None:
                     self._limits.check_pending("pending_activity_count", 1)
                 options, queue, connection = routing()
@@ -83,7 +107,7 @@ class Steps:
                     step=step,
                     activity_type=activity_type,
                     activity_class=activity_class,
-                    arguments=core.payloads.encode(arguments),
+                    arguments=encoded,
                     options=options,
                     queue=queue,
                     connection=connection,
@@ -101,13 +125,17 @@ class Steps:
         activity_class: str,
         arguments: list[Any],
         options: dict[str, Any],
+        result_type: Any = None,
     ) -> Any:
         """A local activity: the executor runs it in this process between transactions."""
         self._refuse_in_group("local_activity()")
         core = self._core
         step, recorded = core.claim(("local_activity", activity_type))
-        op = core.ops.add(LocalActivityOp(step, activity_type))
         outcome = core.ledger.local_outcome(step)
+        encoded: dict[str, Any] = {}
+        if outcome is None and recorded is None:
+            encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
+        op = core.ops.add(LocalActivityOp(step, activity_type, result_type))
         if outcome is not None:
             self.settle_local(op, outcome)
         else:
@@ -117,7 +145,7 @@ class Steps:
                     step=step,
                     activity_type=activity_type,
                     activity_class=activity_class,
-                    arguments=core.payloads.encode(arguments),
+                    arguments=encoded,
                     options=options,
                 )
                 core.outbox.issue(command, recorded)
@@ -132,7 +160,7 @@ class Steps:
         core = self._core
         if event.recorded_at is not None:
             core.ledger.now = event.recorded_at
-        value, error = op.settle(event, core.payloads.decode)
+        value, error = op.settle(event, core.payloads.decode_result)
         core.scheduler.resolve(op.future, value=value, error=error)
 
     # -------------------------------------------------------------- children
@@ -143,20 +171,22 @@ class Steps:
         workflow_class: str,
         arguments: list[Any],
         options: dict[str, Any],
+        result_type: Any = None,
     ) -> Any:
         core = self._core
 
         def start(meta: Meta) -> Future:
             step, recorded = core.claim(("child", workflow_type))
-            op = ChildOp(step, workflow_type)
+            op = ChildOp(step, workflow_type, result_type)
             if recorded is None:
+                encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
                 if meta is None:
                     self._limits.check_pending("pending_child_count", 1)
                 command = StartChild(
                     step=step,
                     workflow_type=workflow_type,
                     workflow_class=workflow_class,
-                    arguments=core.payloads.encode(arguments),
+                    arguments=encoded,
                     options=options,
                     group=meta,
                 )
@@ -170,13 +200,14 @@ class Steps:
         self._refuse_in_group("signalling a child")
         core = self._core
         step, recorded = core.claim(("side_effect", None))
-        command = SignalChild(
-            step=step,
-            instance_id=instance_id,
-            signal_name=name,
-            arguments=core.payloads.encode(args),
-        )
-        core.outbox.issue(command, recorded)
+        if recorded is None:
+            command = SignalChild(
+                step=step,
+                instance_id=instance_id,
+                signal_name=name,
+                arguments=self._encode_new(step, lambda: core.payloads.encode_arguments(args)),
+            )
+            core.outbox.issue(command, recorded)
 
     # ----------------------------------------------------------------- timers
     def timer(self, seconds: int) -> Any:
@@ -205,15 +236,26 @@ class Steps:
             UpsertVisibility(step=step, kind=kind, entries=dict(entries)), recorded
         )
 
-    def side_effect(self, fn: Callable[[], Any]) -> Any:
+    def side_effect(self, fn: Callable[[], Any], result_type: Any = None) -> Any:
+        """Record ``fn()``; the first run returns the recorded value too, decoded as replay will."""
         self._refuse_in_group("side_effect()")
         core = self._core
         step, recorded = core.claim(("side_effect", None))
         if recorded is not None:
-            return core.payloads.decode(recorded.payload.get("result"))
+            return core.payloads.decode(recorded.payload.get("result"), result_type, "side effect")
         value = fn()
-        core.outbox.issue(RecordSideEffect(step=step, result=core.payloads.encode(value)), recorded)
-        return value
+        encoded = self._encode_new(step, lambda: core.payloads.encode(value, "side effect"))
+        replayed = core.payloads.decode(encoded, result_type, "side effect")
+        if not replays_as_itself(value, replayed):
+            core.ledger.unclaim(step)
+            raise PayloadCodecError(
+                "value_type_mismatch",
+                f"side effect: a {type(value).__qualname__} would replay as a "
+                f"{type(replayed).__qualname__}; annotate the function's return type or pass "
+                f"result_type={type(value).__qualname__}",
+            )
+        core.outbox.issue(RecordSideEffect(step=step, result=encoded), recorded)
+        return replayed
 
     # ------------------------------------------------------------------ waits
     def wait_signal(self, name: str, timeout: int | None) -> Any:

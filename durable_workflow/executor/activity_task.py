@@ -19,8 +19,8 @@ from typing import Any
 from django.db import DatabaseError
 
 from durable_workflow import clock, registry
-from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
+from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCancelled
@@ -182,7 +182,12 @@ def invoke_activity(
     from durable_workflow.authoring.activity import ActivityContext
 
     try:
-        arguments = envelope.decode(execution.arguments, expected_codec=payload_codec)
+        cls: Any = None
+        if execution.activity_type not in hooks.activity_mocks:
+            cls = registry.activity_class(execution.activity_type)
+        arguments = payloads.decode_arguments(
+            execution.arguments, handle_signature(cls), codec=payload_codec, receiver=ACTIVITY
+        )
         context = ActivityContext(
             workflow_id=instance_id,
             run_id=str(run_id),
@@ -195,11 +200,10 @@ def invoke_activity(
             mock = hooks.activity_mocks[execution.activity_type]
             result = mock(context, *(arguments or [])) if callable(mock) else mock
         else:
-            cls: Any = registry.activity_class(execution.activity_type)
             instance = cls()
             instance._dw_context = context
             result = instance.handle(*(arguments or []))
-        return True, envelope.encode(result, payload_codec)
+        return True, payloads.encode_value(result, payload_codec, "result")
     except (Exception, ActivityCancelled) as exc:  # an activity failure is data, not a crash
         return False, exc
 

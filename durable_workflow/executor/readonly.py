@@ -7,12 +7,20 @@ every durable helper refused.
 
 from __future__ import annotations
 
+import traceback as tb
 from collections.abc import Callable
 from typing import Any
 
 from durable_workflow import contracts, registry
+from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
+from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime
-from durable_workflow.exceptions import QueryFailedError, UnknownTypeError
+from durable_workflow.exceptions import (
+    PayloadCodecError,
+    QueryHandlerFailedError,
+    QueryRejectedError,
+    UnknownTypeError,
+)
 from durable_workflow.executor.common import failure_types, orm_guard
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
@@ -24,7 +32,7 @@ def replay_committed(run: RunRecord) -> WorkflowRuntime:
     try:
         cls: Any = registry.workflow_class(run.workflow_type)
     except UnknownTypeError:
-        raise QueryFailedError(
+        raise QueryRejectedError(
             "workflow_definition_unavailable",
             f"Workflow {run.id} [{run.instance_id}] cannot be replayed because the workflow "
             f"definition is unavailable for durable type [{run.workflow_type}].",
@@ -34,6 +42,7 @@ def replay_committed(run: RunRecord) -> WorkflowRuntime:
         workflow_id=run.instance_id,
         run_id=str(run.id),
         codec=run.payload_codec,
+        workflow_class=cls,
     )
     runtime.failure_types = failure_types()
     runtime.enter_query_mode()
@@ -73,8 +82,10 @@ def query_method(run: RunRecord, name: str) -> tuple[str, str]:
     for public, attr in queries.items():
         if attr == name:
             return public, attr
-    raise QueryFailedError(
-        "rejected_unknown_query", f"Workflow [{run.workflow_type}] has no query [{name}]."
+    raise QueryRejectedError(
+        "rejected_unknown_query",
+        f"Workflow [{run.workflow_type}] has no query [{name}].",
+        name=name,
     )
 
 
@@ -87,18 +98,31 @@ def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
         replay_committed(run)  # raises the workflow_definition_unavailable error
         raise
     cls = registry.workflow_class(run.workflow_type)
+    method = getattr(cls, attr)
     try:
-        values = contracts.bind_signature(getattr(cls, attr), arguments)
-    except contracts.ArgumentsInvalid as exc:
-        raise QueryFailedError(
+        values = contracts.bind_signature(method, arguments)
+        # Plain values (a webhook's JSON, the client's converted arguments) into the
+        # types the query method declares, as a workflow body would receive them.
+        values = arguments_from_plain(values, signature_of(method), receiver=WORKFLOW)
+    except (contracts.ArgumentsInvalid, PayloadCodecError) as exc:
+        errors = getattr(exc, "errors", None) or {"arguments": [str(exc)]}
+        raise QueryRejectedError(
             "invalid_query_arguments",
             f"Workflow query [{public}] received invalid arguments.",
-            validation_errors=exc.errors,
+            name=public,
+            validation_errors=errors,
         ) from None
     try:
         return public, call_on_replayed(run, lambda instance: getattr(instance, attr)(*values))
     except CallFailed as exc:
         cause = exc.__cause__
-        raise QueryFailedError(
-            "query_rejected", f"query [{public}] failed: {type(cause).__name__}: {text_of(cause)}"
+        assert cause is not None
+        raise QueryHandlerFailedError(
+            "query_rejected",
+            f"query [{public}] failed: {type(cause).__name__}: {text_of(cause)}",
+            name=public,
+            exception_type=type(cause).__name__,
+            exception_class=class_path(type(cause)),
+            failure_message=text_of(cause),
+            traceback="".join(tb.format_exception(cause)),
         ) from cause

@@ -10,7 +10,9 @@ from django.db import transaction
 
 from durable_workflow import clock, contracts, registry
 from durable_workflow.codec import envelope
+from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
 from durable_workflow.engine.events import EventType
+from durable_workflow.exceptions import PayloadCodecError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
@@ -75,9 +77,20 @@ def _check(run: RunRecord, name: str, arguments: Any) -> tuple[str, list[Any], R
 
 
 def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | None:
-    """Run the validator against the replayed state; any exception rejects the update."""
+    """Run the validator against the replayed state; any exception rejects the update.
+
+    It receives the arguments as its own parameters declare them, like the handler.
+    """
     try:
-        call_on_replayed(run, lambda instance: validator(instance, *values))
+        typed = arguments_from_plain(values, signature_of(validator), receiver=WORKFLOW)
+    except PayloadCodecError as exc:
+        return Rejection(
+            "rejected_invalid_arguments",
+            "invalid_arguments",
+            {"validation_errors": {"arguments": [str(exc)]}},
+        )
+    try:
+        call_on_replayed(run, lambda instance: validator(instance, *typed))
     except CallFailed as exc:
         cause = exc.__cause__
         return Rejection(

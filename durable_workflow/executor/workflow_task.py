@@ -278,6 +278,7 @@ def _runtime_for(run: RunRecord) -> WorkflowRuntime:
             workflow_id=run.instance_id,
             run_id=str(run.id),
             codec=run.payload_codec,
+            workflow_class=cls,
         )
     runtime.limits = engine_limits()
     runtime.failure_types = failure_types()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from typing import Any
@@ -107,4 +108,35 @@ def record_failure_of(
         non_retryable=info.non_retryable if non_retryable is None else non_retryable,
         details=info.details if details is None else details,
         now=now,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureRecord:
+    """A stored failure, as ``result()`` and ``update()`` report it."""
+
+    id: uuid.UUID
+    exception_type: str
+    exception_class: str
+    message: str
+    traceback: str
+    category: str
+
+
+def failure_of(*, run_id: uuid.UUID, source_kind: str, source_id: str) -> FailureRecord | None:
+    """The newest failure recorded for one source (a run, an update...), if any."""
+    row = (
+        WorkflowFailure.objects.filter(run_id=run_id, source_kind=source_kind, source_id=source_id)
+        .order_by("-created_at")
+        .first()
+    )
+    if row is None:
+        return None
+    return FailureRecord(
+        id=row.id,
+        exception_type=row.exception_type,
+        exception_class=row.exception_class,
+        message=row.message,
+        traceback=row.traceback,
+        category=row.failure_category,
     )

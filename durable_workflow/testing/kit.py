@@ -107,7 +107,7 @@ class StubTestKit:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, wrap in _WRAPPERS.items():
-            method = cls.__dict__.get(name)
+            method = getattr(cls, name, None)  # also the methods of StubMessages
             if method is not None and not hasattr(method, "__wrapped__"):
                 setattr(cls, name, wrap(method))
 

@@ -131,6 +131,7 @@ class Replayer:
             workflow_id=str(doc.get("instance_id") or ""),
             run_id=str(doc.get("run_id") or ""),
             codec=str(doc.get("payload_codec") or "avro"),
+            workflow_class=cls,
         )
         runtime.failure_types = failure_types()
         try:

@@ -118,8 +118,10 @@ def test_duplicate_start_can_return_the_existing_active_run(inline):
 def test_unencodable_arguments_write_nothing(inline):
     stub = WorkflowStub.make(Sequential, "bad-args")
     with pytest.raises(PayloadCodecError) as info:
-        stub.start({1, 2})
+        stub.start({"items": [1, {"when": object()}]})
     assert info.value.reason == "unsupported_value_type"
+    assert info.value.path == 'argument 1 → "items"[1] → "when"'
+    assert info.value.value_type == "object"
     assert not WorkflowRun.objects.exists()
     assert not HistoryEvent.objects.exists()
     assert not Task.objects.exists()

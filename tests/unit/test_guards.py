@@ -13,6 +13,22 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "ModelRef",
+    "register_converter",
+    "MessageFailedError",
+    "ModelInstanceNotFoundError",
+    "QueryHandlerFailedError",
+    "QueryRejectedError",
+    "SignalFailedError",
+    "SignalRejectedError",
+    "UpdateHandlerFailedError",
+    "UpdateRejectedError",
+    "WorkflowCancelledError",
+    "WorkflowClosedError",
+    "WorkflowFailedError",
+    "WorkflowResultTimeoutError",
+    "WorkflowTerminatedError",
+    "WorkflowTimedOutError",
     "WorkerSessionHandle",
     "WorkerSessionOptions",
     "WorkerSessionRejected",

@@ -1,0 +1,283 @@
+"""Signals, queries and updates of ``WorkflowStub`` (mixed into it).
+
+Each takes the durable name (a str) or, typed, the handler itself:
+``stub.update(OrderWorkflow.mark_ready, 3)`` checks the arguments against the
+method and gives its return type. Arguments go through the data converter here,
+so a refused value fails before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
+
+from durable_workflow import registry
+from durable_workflow.authoring.decorators import UpdateMethod
+from durable_workflow.conf import get_settings
+from durable_workflow.converter import CLIENT, payloads, signature_of
+from durable_workflow.exceptions import (
+    QueryRejectedError,
+    SignalRejectedError,
+    UpdateHandlerFailedError,
+    UpdateRejectedError,
+    UpdateWaitTimedOutError,
+    WorkflowNotFoundError,
+)
+from durable_workflow.executor import intake, readonly, updates
+from durable_workflow.results import CommandResult, UpdateResult
+from durable_workflow.store import commands, runs
+from durable_workflow.store import messages as message_store
+from durable_workflow.store.messages import UpdateRecord
+
+if TYPE_CHECKING:
+    from durable_workflow.store.records import RunRecord
+
+MP = ParamSpec("MP")
+MR = TypeVar("MR")
+
+Arguments = list[Any] | dict[str, Any]
+
+
+class StubMessages:
+    """The signal, query and update methods of ``WorkflowStub``."""
+
+    _instance_id: str
+    _workflow_type: str
+    _run: RunRecord | None
+    _pinned: bool
+
+    def _target_run(self) -> str | None:
+        return str(self._run.id) if self._pinned and self._run else None
+
+    def _codec(self) -> str:
+        return self._run.payload_codec if self._run else get_settings().PAYLOAD_CODEC
+
+    def _plain(self, arguments: Arguments) -> Any:
+        return payloads.plain_arguments(arguments, self._codec())
+
+    # -------------------------------------------------------------- signals
+    def attempt_signal(self, name: str, *args: Any) -> CommandResult:
+        """Send a signal; the result says whether it was accepted and why not."""
+        return self.attempt_signal_with_arguments(name, list(args))
+
+    def attempt_signal_with_arguments(self, name: str, arguments: Arguments) -> CommandResult:
+        """Send a signal with a positional list or a named map of arguments."""
+        outcome = intake.send_signal(
+            self._instance_id, name, self._plain(arguments), run_id=self._target_run()
+        )
+        return command_result(outcome, self._pinned)
+
+    @overload
+    def signal(
+        self, signal: Callable[Concatenate[Any, MP], Any], /, *args: MP.args, **kwargs: MP.kwargs
+    ) -> CommandResult: ...
+    @overload
+    def signal(self, signal: str, /, *args: Any) -> CommandResult: ...
+    def signal(self, signal: Any, /, *args: Any, **kwargs: Any) -> CommandResult:
+        """Send a signal (by name or ``@dw.signal`` method); ``SignalRejectedError`` if refused."""
+        name, values = _handler_call(signal, "_dw_signal_name", "@dw.signal", args, kwargs)
+        result = self.attempt_signal_with_arguments(name, values)
+        if result.rejected:
+            raise SignalRejectedError(
+                result.rejection_reason or result.outcome,
+                f"signal {name!r} was rejected: {result.rejection_reason or result.outcome}",
+                name=name,
+                outcome=result.outcome,
+                **result.metadata,
+            )
+        return result
+
+    # -------------------------------------------------------------- queries
+    @overload
+    def query(
+        self, query: Callable[Concatenate[Any, MP], MR], /, *args: MP.args, **kwargs: MP.kwargs
+    ) -> MR: ...
+    @overload
+    def query(self, query: str, /, *args: Any) -> Any: ...
+    def query(self, query: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """Ask the workflow's state through a ``@dw.query`` method (durable or method name)."""
+        name, values = _handler_call(query, "_dw_query_name", "@dw.query", args, kwargs)
+        return self.query_with_arguments(name, values)
+
+    def query_with_arguments(self, name: str, arguments: Arguments) -> Any:
+        run = self._run if self._pinned else runs.current_run(self._instance_id)
+        if run is None:
+            raise QueryRejectedError(
+                "rejected_not_started", f"workflow {self._instance_id!r} has not started"
+            )
+        return readonly.run_query(run, name, self._plain(arguments))[1]
+
+    # -------------------------------------------------------------- updates
+    def submit_update(self, name: str, *args: Any) -> UpdateResult:
+        """Record the update and return as soon as it is accepted (or rejected)."""
+        outcome = updates.submit_update(
+            self._instance_id, name, self._plain(list(args)), run_id=self._target_run()
+        )
+        return self._update_result(outcome.record, outcome)
+
+    def attempt_update(
+        self, name: str, *args: Any, wait_timeout: float | None = None
+    ) -> UpdateResult:
+        """Submit the update and wait (bounded) for the workflow to apply it."""
+        return self.attempt_update_with_arguments(name, list(args), wait_timeout=wait_timeout)
+
+    def attempt_update_with_arguments(
+        self, name: str, arguments: Arguments, *, wait_timeout: float | None = None
+    ) -> UpdateResult:
+        outcome = updates.submit_update(
+            self._instance_id, name, self._plain(arguments), run_id=self._target_run()
+        )
+        result = self._update_result(outcome.record, outcome)
+        if not result.accepted or result.update_id is None:
+            return result
+        settings = get_settings()
+        budget = settings.UPDATE_WAIT_TIMEOUT_SECONDS if wait_timeout is None else wait_timeout
+        deadline = time.monotonic() + budget
+        while True:
+            latest = self.inspect_update(result.update_id)
+            if latest.update_status != "accepted":
+                return latest
+            if time.monotonic() >= deadline:
+                return dataclasses.replace(latest, wait_timed_out=True)
+            time.sleep(settings.UPDATE_POLL_INTERVAL_MS / 1000)
+
+    @overload
+    def update(
+        self, update: UpdateMethod[Any, MP, MR], /, *args: MP.args, **kwargs: MP.kwargs
+    ) -> MR: ...
+    @overload
+    def update(
+        self, update: UpdateMethod[Any, ..., MR], /, *args: Any, wait_timeout: float | None
+    ) -> MR: ...
+    @overload
+    def update(self, update: str, /, *args: Any, wait_timeout: float | None = None) -> Any: ...
+    def update(
+        self, update: Any, /, *args: Any, wait_timeout: float | None = None, **kwargs: Any
+    ) -> Any:
+        """Run an update and return its result, decoded as its handler declares.
+
+        Raises ``UpdateRejectedError`` (refused, e.g. by its validator),
+        ``UpdateHandlerFailedError`` (its handler raised), both ``UpdateFailedError``,
+        or ``UpdateWaitTimedOutError``.
+        """
+        if isinstance(update, UpdateMethod):
+            name, values = update.name, signature_of(update.fn).bind(args, kwargs, update.name)
+        else:
+            name, values = update, list(args)
+        result = self.attempt_update_with_arguments(name, values, wait_timeout=wait_timeout)
+        if result.rejected:
+            raise UpdateRejectedError(
+                result.rejection_reason or result.outcome or "rejected",
+                f"update {name!r} was rejected: {result.failure_message or result.outcome}",
+                name=name,
+                outcome=result.outcome or "rejected",
+                update_id=result.update_id,
+                **result.metadata,
+            )
+        if result.failed:
+            raise self._handler_failure(name, result)
+        if result.wait_timed_out:
+            raise UpdateWaitTimedOutError(f"update {name!r} was accepted but has not finished yet")
+        return result.result
+
+    def _handler_failure(self, name: str, result: UpdateResult) -> UpdateHandlerFailedError:
+        failure = None
+        if self._run is not None and result.update_id is not None:
+            failure = commands.failure_of(
+                run_id=self._run.id, source_kind="workflow_update", source_id=result.update_id
+            )
+        return UpdateHandlerFailedError(
+            "update_failed",
+            f"update {name!r} failed: {result.failure_message}",
+            name=name,
+            outcome="update_failed",
+            exception_type=failure.exception_type if failure else "",
+            exception_class=failure.exception_class if failure else "",
+            failure_message=result.failure_message or "",
+            traceback=failure.traceback if failure else "",
+            update_id=result.update_id,
+        )
+
+    def inspect_update(self, update_id: str) -> UpdateResult:
+        """The stored lifecycle of an update; never waits."""
+        record = message_store.get_update(update_id)
+        if record is None or record.instance_id != self._instance_id:
+            raise WorkflowNotFoundError(f"no update {update_id!r} for {self._instance_id!r}")
+        return self._update_result(record, None)
+
+    def _update_result(self, record: UpdateRecord | None, outcome: Any) -> UpdateResult:
+        hint = None
+        if record is not None and record.status == "completed":
+            hint = _update_hint(self._workflow_type, record.update_name)
+        return update_result(record, outcome, hint)
+
+
+def _handler_call(
+    handler: Any, marker: str, decorator: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, Arguments]:
+    """(durable name, arguments) of a call by name or by decorated method."""
+    if isinstance(handler, str):
+        return handler, list(args)
+    name = getattr(handler, marker, None)
+    if not isinstance(name, str):
+        raise TypeError(f"expected a durable name or a {decorator} method, not {handler!r}")
+    return name, signature_of(handler).bind(args, dict(kwargs), name)
+
+
+def _update_hint(workflow_type: str, name: str) -> Any:
+    try:
+        cls = registry.workflow_class(workflow_type)
+    except LookupError:
+        return None
+    method = getattr(cls, "_dw_updates", {}).get(name)
+    return signature_of(method.fn).result if method is not None else None
+
+
+def command_result(outcome: Any, pinned: bool) -> CommandResult:
+    return CommandResult(
+        accepted=outcome.accepted,
+        outcome=outcome.outcome,
+        command_id=str(outcome.command_id),
+        instance_id=outcome.instance_id,
+        run_id=str(outcome.run_id) if outcome.run_id else None,
+        rejection_reason=outcome.rejection_reason,
+        metadata=dict(outcome.metadata),
+        target_scope="run" if pinned else "instance",
+        reason=getattr(outcome, "reason", None),
+    )
+
+
+def update_result(record: UpdateRecord | None, outcome: Any, hint: Any = None) -> UpdateResult:
+    if record is None:
+        return UpdateResult(
+            accepted=False,
+            update_status="rejected",
+            update_id=None,
+            update_name="",
+            command_id=str(outcome.command_id),
+            rejection_reason=outcome.rejection_reason,
+            outcome=outcome.outcome,
+            metadata=dict(outcome.metadata),
+        )
+    status = record.status
+    value = None
+    if status == "completed" and record.result is not None:
+        value = payloads.decode_value(record.result, hint, root="update result", receiver=CLIENT)
+    closed_outcome = {"completed": "update_completed", "failed": "update_failed"}
+    return UpdateResult(
+        accepted=status != "rejected",
+        update_status=status,
+        update_id=str(record.id),
+        update_name=record.update_name,
+        command_id=str(record.command_id),
+        result=value,
+        failure_message=record.failure_message or None,
+        rejection_reason=record.rejection_reason,
+        outcome=outcome.outcome
+        if outcome is not None and outcome.outcome
+        else closed_outcome.get(status),
+        closed_at=record.closed_at,
+        metadata=dict(outcome.metadata) if outcome is not None else {},
+    )

@@ -6,6 +6,8 @@ Usage::
     from durable_workflow import Workflow, Activity, WorkflowStub
 """
 
+from typing import TYPE_CHECKING, Any
+
 from durable_workflow.authoring.activity import Activity
 from durable_workflow.authoring.composition import (
     all,
@@ -117,8 +119,11 @@ from durable_workflow.results import (
 # registry is ready; load it on first use so ``INSTALLED_APPS`` can name us.
 _LAZY = {"WorkflowStub": "durable_workflow.client"}
 
+if TYPE_CHECKING:  # type checkers see the class itself
+    from durable_workflow.client import WorkflowStub
 
-def __getattr__(name: str) -> object:
+
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

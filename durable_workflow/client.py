@@ -100,17 +100,17 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
     @overload
     def start(self, options: StartOptions, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
     @overload
-    def start(self, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
+    def start(self, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
     @overload
-    def start(self, *args: Any, options: StartOptions) -> StartResult: ...
-    def start(self, *args: Any, options: StartOptions | None = None, **kwargs: Any) -> StartResult:
+    def start(self, /, *args: Any, options: StartOptions) -> StartResult: ...
+    def start(self, /, *args: Any, **kwargs: Any) -> StartResult:
         """Start the workflow; raises ``WorkflowAlreadyStartedError`` when rejected.
 
         Options go first (or as ``options=``); keyword arguments move to their
         positions in ``handle()``. A value the converter refuses raises
         ``PayloadCodecError`` naming it, and nothing is written.
         """
-        result = self.attempt_start(*args, options=options, **kwargs)
+        result = self.attempt_start(*args, **kwargs)
         if result.rejected:
             raise WorkflowAlreadyStartedError(
                 result.outcome,
@@ -125,13 +125,12 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         self, options: StartOptions, /, *args: P.args, **kwargs: P.kwargs
     ) -> StartResult: ...
     @overload
-    def attempt_start(self, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
+    def attempt_start(self, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
     @overload
-    def attempt_start(self, *args: Any, options: StartOptions) -> StartResult: ...
-    def attempt_start(
-        self, *args: Any, options: StartOptions | None = None, **kwargs: Any
-    ) -> StartResult:
+    def attempt_start(self, /, *args: Any, options: StartOptions) -> StartResult: ...
+    def attempt_start(self, /, *args: Any, **kwargs: Any) -> StartResult:
         """Start the workflow and report the outcome instead of raising on rejection."""
+        options: StartOptions | None = kwargs.pop("options", None)
         if options is None and args and isinstance(args[0], StartOptions):
             options, args = args[0], args[1:]
         elif options is None and args and isinstance(args[-1], StartOptions):

@@ -153,15 +153,14 @@ class StubMessages:
     ) -> MR: ...
     @overload
     def update(self, update: str, /, *args: Any, wait_timeout: float | None = None) -> Any: ...
-    def update(
-        self, update: Any, /, *args: Any, wait_timeout: float | None = None, **kwargs: Any
-    ) -> Any:
+    def update(self, update: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run an update and return its result, decoded as its handler declares.
 
         Raises ``UpdateRejectedError`` (refused, e.g. by its validator),
         ``UpdateHandlerFailedError`` (its handler raised), both ``UpdateFailedError``,
         or ``UpdateWaitTimedOutError``.
         """
+        wait_timeout: float | None = kwargs.pop("wait_timeout", None)
         if isinstance(update, UpdateMethod):
             name, values = update.name, signature_of(update.fn).bind(args, kwargs, update.name)
         else:

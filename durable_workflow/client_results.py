@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from durable_workflow.engine import exception_types
 from durable_workflow.exceptions import (
     WorkflowCancelledError,
@@ -17,7 +19,7 @@ from durable_workflow.store.records import RunRecord
 
 def closed_error(run: RunRecord, instance_id: str) -> WorkflowClosedError:
     """The error for ``run``, closed in any way but completed (or continued, when pinned)."""
-    fields = {
+    fields: dict[str, Any] = {
         "instance_id": instance_id,
         "run_id": str(run.id),
         "status": run.status,

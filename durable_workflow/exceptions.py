@@ -110,7 +110,7 @@ class MessageFailedError(DurableWorkflowError):
         traceback: str = "",
         **metadata: Any,
     ):
-        self.reason = reason
+        self.reason: str | None = reason
         self.outcome = outcome or reason
         self.name = name
         self.exception_type = exception_type

@@ -41,14 +41,7 @@ def child(
 def child(workflow: type[Handles[..., R]], /, *args: Any, options: ChildWorkflowOptions) -> R: ...
 @overload
 def child(workflow: str, /, *args: Any, options: ChildWorkflowOptions | None = None) -> Any: ...
-def child(
-    workflow: type | str,
-    /,
-    *args: Any,
-    options: ChildWorkflowOptions | None = None,
-    result_type: Any = None,
-    **kwargs: Any,
-) -> Any:
+def child(workflow: type | str, /, *args: Any, **kwargs: Any) -> Any:
     """Start a child workflow and return its result (or raise its failure).
 
     Raises ``ChildWorkflowFailed``, ``ChildWorkflowCancelled`` or
@@ -56,7 +49,8 @@ def child(
     the result are typed by the child's ``handle()`` (or ``result_type=``).
     """
     runtime = _runtime("child")
-    options, args = _split_options(args, options, ChildWorkflowOptions)
+    options, args = _split_options(args, kwargs.pop("options", None), ChildWorkflowOptions)
+    result_type = kwargs.pop("result_type", None)
     options = options or ChildWorkflowOptions()
     if isinstance(workflow, str):
         cls = registry.workflow_class(workflow)

@@ -43,7 +43,7 @@ class UpdateMethod(Generic[S, P, R]):
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         if instance is None:
             return self
-        return self.fn.__get__(instance, owner)  # type: ignore[attr-defined]
+        return self.fn.__get__(instance, owner)
 
 
 def _named(name: str | F | None, build: Callable[[F, str], Any]) -> Any:

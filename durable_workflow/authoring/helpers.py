@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid as _uuid
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from durable_workflow import ids, registry
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
@@ -60,21 +60,15 @@ def activity(
 def activity(activity: type[Handles[..., R]], /, *args: Any, options: ActivityOptions) -> R: ...
 @overload
 def activity(activity: str, /, *args: Any, options: ActivityOptions | None = None) -> Any: ...
-def activity(
-    activity: type | str,
-    /,
-    *args: Any,
-    options: ActivityOptions | None = None,
-    result_type: Any = None,
-    **kwargs: Any,
-) -> Any:
+def activity(activity: type | str, /, *args: Any, **kwargs: Any) -> Any:
     """Run an activity and return its result (or raise its final failure).
 
     Options go first after the class (or as ``options=``); keyword arguments are
     moved to their positions in ``handle()``. The result is decoded as
     ``handle()``'s return annotation declares, or as ``result_type=``.
     """
-    options, args = _split_options(args, options, ActivityOptions)
+    options, args = _split_options(args, kwargs.pop("options", None), ActivityOptions)
+    result_type = kwargs.pop("result_type", None)
     return schedule_activity(
         activity, args, options, helper="activity", kwargs=kwargs, result_type=result_type
     )
@@ -134,7 +128,8 @@ execute_activity = activity
 def timer(duration: Duration) -> None:
     """Sleep durably; ``timer(0)`` returns at once and is still recorded."""
     runtime = _runtime("timer")
-    return runtime.timer(to_seconds(duration, now=runtime.now()))
+    # Inside all()/select() this hands the group its Call: return it, whatever the type says.
+    return cast(None, runtime.timer(to_seconds(duration, now=runtime.now())))
 
 
 def seconds(n: float) -> None:
@@ -310,14 +305,7 @@ def local_activity(
 def local_activity(activity: type[Handles[..., R]], /, *args: Any, options: LocalOptions) -> R: ...
 @overload
 def local_activity(activity: str, /, *args: Any, options: LocalOptions | None = None) -> Any: ...
-def local_activity(
-    activity: type | str,
-    /,
-    *args: Any,
-    options: Any = None,
-    result_type: Any = None,
-    **kwargs: Any,
-) -> Any:
+def local_activity(activity: type | str, /, *args: Any, **kwargs: Any) -> Any:
     """Run an activity inside this workflow task's process (no queue hop).
 
     Retries are durable workflow tasks with back-off; options are
@@ -328,6 +316,7 @@ def local_activity(
     from durable_workflow.authoring.activity import Activity, retry_policy
 
     runtime = _runtime("local_activity")
+    options, result_type = kwargs.pop("options", None), kwargs.pop("result_type", None)
     if options is None and args and isinstance(args[0], ActivityOptions | LocalActivityOptions):
         options, args = args[0], args[1:]
     if isinstance(options, ActivityOptions):

@@ -9,6 +9,7 @@ activity or child), since they then run as one ``all()`` group.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -62,7 +63,10 @@ class SagaMixin:
         if saga["parallel"] and saga["continue_with_error"]:
             # Every compensation must finish even if some fail: run each as a branch
             # that swallows its own failure, and wait for all of them.
-            composition.all([lambda c=c: composition.run_async(_swallowing(c)) for c in pending])
+            branches: list[Callable[[], Any]] = [
+                functools.partial(composition.run_async, _swallowing(c)) for c in pending
+            ]
+            composition.all(branches)
             return
         if saga["parallel"]:
             composition.all(pending)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
@@ -14,6 +13,12 @@ from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
+
+
+def _untyped(helper: Any) -> Callable[..., Any]:
+    """The facade copies (``self.activity(...)``) are untyped; ``dw.activity`` is typed."""
+    fn: Callable[..., Any] = helper
+    return fn
 
 
 class Workflow(SagaMixin, Generic[HandleP, HandleR]):
@@ -105,10 +110,10 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
         return self._runtime().should_continue_as_new()
 
     # The in-body helpers, also reachable as ``Workflow.activity(...)`` etc.
-    activity = staticmethod(helpers.activity)
-    execute_activity = staticmethod(helpers.execute_activity)
-    local_activity = staticmethod(helpers.local_activity)
-    execute_local_activity = staticmethod(helpers.execute_local_activity)
+    activity = staticmethod(_untyped(helpers.activity))
+    execute_activity = staticmethod(_untyped(helpers.execute_activity))
+    local_activity = staticmethod(_untyped(helpers.local_activity))
+    execute_local_activity = staticmethod(_untyped(helpers.execute_local_activity))
     worker_session = staticmethod(sessions.worker_session)
     timer = staticmethod(helpers.timer)
     seconds = staticmethod(helpers.seconds)
@@ -125,8 +130,8 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
     wait = staticmethod(helpers.wait)
     wait_signal = staticmethod(helpers.wait_signal)
     wait_with_timeout = staticmethod(helpers.wait_with_timeout)
-    child = staticmethod(composition.child)
-    execute_child_workflow = staticmethod(composition.execute_child_workflow)
+    child = staticmethod(_untyped(composition.child))
+    execute_child_workflow = staticmethod(_untyped(composition.execute_child_workflow))
     all = staticmethod(composition.all)
     parallel = staticmethod(composition.parallel)
     select = staticmethod(composition.select)

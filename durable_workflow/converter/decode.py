@@ -89,7 +89,7 @@ class _Decoder:
             if hint is list and isinstance(decoded, tuple | set | frozenset):
                 return list(decoded)
             return decoded
-        origin = typing.get_origin(hint)
+        origin = _origin(hint)
         if origin is typing.Union or origin is types.UnionType:
             return self.union(value, typing.get_args(hint), path)
         try:
@@ -185,7 +185,7 @@ class _Decoder:
 
     def fit(self, value: Any, hint: Hint, path: Path) -> Any:
         """A decoded value against its declared type (only a class is checked)."""
-        cls = typing.get_origin(hint) or hint
+        cls = _origin(hint) or hint
         if hint is None or not isinstance(cls, type) or isinstance(value, cls):
             return value
         if cls is float and type(value) is int:
@@ -196,7 +196,7 @@ class _Decoder:
         )
 
     def collection(self, items: list[Any], hint: Hint, default: type, path: Path) -> Any:
-        origin = typing.get_origin(hint) or hint
+        origin = _origin(hint) or hint
         args = typing.get_args(hint)
         target = _COLLECTIONS.get(origin, default) if hint is not None else default
         if target is tuple:
@@ -235,7 +235,7 @@ class _Decoder:
 
     def enum_member(self, stored: Any, hint: Hint, path: Path) -> Any:
         plain = self.untyped(stored, path)
-        cls = typing.get_origin(hint) or hint
+        cls = _origin(hint) or hint
         if isinstance(cls, type) and issubclass(cls, enum.Enum):
             try:
                 return cls(plain)
@@ -248,7 +248,7 @@ class _Decoder:
             raise Refused("a stored record has no map of fields")
         if hint is None:
             return self.untyped(fields, path)
-        cls = typing.get_origin(hint) or hint
+        cls = _origin(hint) or hint
         if cls in (dict, abc.Mapping, abc.MutableMapping) or not isinstance(cls, type):
             return self.untyped(fields, path)
         return self.from_plain(fields, hint, cls, path)
@@ -258,7 +258,7 @@ class _Decoder:
             raise Refused("a stored model identifier needs text app_label, model and db")
         pk = self.untyped(value["pk"], child(path, Attr("pk")))
         ref: ModelRef[Any] = ModelRef(value["app_label"], value["model"], pk, value["db"])
-        cls = typing.get_origin(hint) or hint
+        cls = _origin(hint) or hint
         declared = typing.get_args(hint)[0] if cls is ModelRef and typing.get_args(hint) else None
         if is_model_class(cls):
             declared = cls
@@ -276,7 +276,7 @@ class _Decoder:
     def custom_value(self, value: dict[str, Any], hint: Hint, path: Path) -> Any:
         name = value["name"]
         registered = custom.by_name(name) if isinstance(name, str) else None
-        cls = typing.get_origin(hint) or hint
+        cls = _origin(hint) or hint
         declared = custom.for_class(cls) if isinstance(cls, type) else None
         if declared is not None:
             if registered is not declared:
@@ -337,8 +337,13 @@ _MAPPINGS: Final = frozenset({dict, abc.Mapping, abc.MutableMapping})
 
 
 def _mapping_args(hint: Hint) -> tuple[Hint, Hint]:
-    args = typing.get_args(hint) if (typing.get_origin(hint) or hint) in _MAPPINGS else ()
+    args = typing.get_args(hint) if (_origin(hint) or hint) in _MAPPINGS else ()
     return (args[0], args[1]) if len(args) == 2 else (None, None)
+
+
+def _origin(hint: Hint) -> Any:
+    """``typing.get_origin``, typed loosely: a hint here may be anything."""
+    return typing.get_origin(hint)
 
 
 def _name(hint: Hint) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
+from collections.abc import Sequence
 from typing import Any, Final
 
 from durable_workflow.converter import custom, scalars
@@ -154,6 +155,8 @@ class _Encoder:
             return {TAG: tag, "items": self.sorted_items(value, path, depth)}
         if isinstance(value, bytearray):
             return {TAG: "bytearray", "value": self.walk(bytes(value), path, depth + 1)}
+        if isinstance(value, ModelRef):  # before dataclasses: a ModelRef is one
+            return self.ref(value, path, depth)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             return self.fields("dataclass", fields, path, depth)
@@ -162,11 +165,10 @@ class _Encoder:
             return self.fields("pydantic", dumped, path, depth)
         if is_model_instance(value):
             return self.model(value, path, depth)
-        if isinstance(value, ModelRef):
-            return self.ref(value, path, depth)
         for base in _BUILTIN_BASES:  # e.g. a str subclass or an OrderedDict: stored as the base
             if isinstance(value, base):
-                return self.walk(base(value), path, depth)
+                as_base: Any = base
+                return self.walk(as_base(value), path, depth)
         raise self.refuse(
             path, value, f"{type_name(value)} is not a value that can be stored", _advice(value)
         )
@@ -223,7 +225,7 @@ def to_plain(value: Any, root: str = "value", *, binary: bool = True) -> Any:
     return _Encoder(root, binary).walk(value, None, 0)
 
 
-def arguments_to_plain(values: list[Any] | tuple[Any, ...], *, binary: bool = True) -> list[Any]:
+def arguments_to_plain(values: Sequence[Any], *, binary: bool = True) -> list[Any]:
     """Positional arguments as a plain list; paths start at ``argument 1``."""
     out = []
     for index, value in enumerate(values, start=1):

@@ -116,7 +116,7 @@ def unwrap(hint: Hint) -> Hint:
     while True:
         if hint is Any or hint is object or isinstance(hint, typing.TypeVar):
             return None
-        origin = typing.get_origin(hint)
+        origin: Any = typing.get_origin(hint)
         if origin is typing.Annotated:
             hint = typing.get_args(hint)[0]
         elif hasattr(hint, "__supertype__"):

@@ -46,7 +46,7 @@ class ModelRef(Generic[M]):
         """The identifier of a saved model instance."""
         meta = instance._meta
         if instance.pk is None:
-            raise ValueError(f"{meta.label} has no primary key yet: save it before passing it")
+            raise ValueError(f"{meta.label} has no primary key yet")
         return ModelRef(
             meta.app_label, meta.model_name, instance.pk, instance._state.db or "default"
         )

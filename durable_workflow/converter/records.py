@@ -31,7 +31,7 @@ def field_hints(cls: type) -> dict[str, Any]:
         return {}
 
 
-def build(decoder: _Decoder, value: Any, cls: type, path: Path) -> Any:
+def build(decoder: _Decoder, value: Any, cls: Any, path: Path) -> Any:
     """``value`` as an instance of the record class ``cls``, or NOT_A_RECORD."""
     if dataclasses.is_dataclass(cls):
         return _dataclass(decoder, _fields_of(value, cls), cls, path)
@@ -53,7 +53,7 @@ def build(decoder: _Decoder, value: Any, cls: type, path: Path) -> Any:
     return NOT_A_RECORD
 
 
-def _fields_of(value: Any, cls: type) -> dict[str, Any]:
+def _fields_of(value: Any, cls: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise Refused(f"a {type(value).__qualname__} cannot be read as {cls.__qualname__}")
     return value
@@ -66,7 +66,7 @@ def _construct(cls: type, kwargs: dict[str, Any]) -> Any:
         raise Refused(f"{cls.__qualname__}(...) refused the stored fields: {exc}") from None
 
 
-def _dataclass(decoder: _Decoder, fields: dict[str, Any], cls: type, path: Path) -> Any:
+def _dataclass(decoder: _Decoder, fields: dict[str, Any], cls: Any, path: Path) -> Any:
     hints = field_hints(cls)
     init: dict[str, Any] = {}
     later: dict[str, Any] = {}

@@ -154,11 +154,11 @@ def decode_time(shape: dict[str, Any]) -> dt.time:
 
 
 def decode_timedelta(shape: dict[str, Any]) -> dt.timedelta:
-    parts = [shape.get(key) for key in ("days", "seconds", "microseconds")]
-    if not all(type(part) is int for part in parts):
+    days, seconds, micros = (shape.get(key) for key in ("days", "seconds", "microseconds"))
+    if not (type(days) is int and type(seconds) is int and type(micros) is int):
         raise Refused("a stored timedelta needs whole days, seconds and microseconds")
     try:
-        return dt.timedelta(days=parts[0], seconds=parts[1], microseconds=parts[2])
+        return dt.timedelta(days=days, seconds=seconds, microseconds=micros)
     except OverflowError:
         raise Refused("the stored timedelta is out of range") from None
 

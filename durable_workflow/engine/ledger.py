@@ -143,13 +143,6 @@ class DeterminismLedger:
         self._issued[step] = sig
         return step, recorded
 
-    def unclaim(self, step: int) -> None:
-        """Give back the step just claimed: its command was refused before being issued
-        (a value the converter cannot store), so replay must not expect it."""
-        if step == self.step:
-            self.step -= 1
-            self._issued.pop(step, None)
-
     def recorded(self, step: int) -> HistoryEvent | None:
         return self._recorded.get(step)
 

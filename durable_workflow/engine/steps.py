@@ -32,6 +32,7 @@ from durable_workflow.engine.operations import (
 )
 from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.engine.scheduler import Future
+from durable_workflow.engine.signatures import Signature, signature_of
 from durable_workflow.engine.waits import Waits, validate_condition_key
 from durable_workflow.exceptions import PayloadCodecError
 
@@ -69,14 +70,22 @@ class Steps:
             return call
         return self._core.scheduler.wait(call.start(None))
 
-    def _encode_new(self, step: int, encode: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """A new command's payload; a value the converter refuses gives the step back
-        and raises at the call, so nothing is recorded and replay stays aligned."""
-        try:
-            return encode()
-        except PayloadCodecError:
-            self._core.ledger.unclaim(step)
-            raise
+    def _replays(self, sig: Signature) -> HistoryEvent | None:
+        """History's event for the next step when it is this very call, else None."""
+        ledger = self._core.ledger
+        recorded = ledger.recorded(ledger.step + 1)
+        return recorded if recorded is not None and signature_of(recorded) == sig else None
+
+    def _encode_if_new(
+        self, sig: Signature, encode: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The payload of the command the next step will issue, unless history holds it.
+
+        Encoded before the step is claimed: a value the converter refuses raises at the
+        call with no step taken, on the first run and on every replay alike, so the
+        steps after it keep their numbers.
+        """
+        return {} if self._replays(sig) is not None else encode()
 
     def _refuse_in_group(self, what: str) -> None:
         if self._collector.depth:
@@ -96,10 +105,11 @@ class Steps:
         core = self._core
 
         def start(meta: Meta) -> Future:
-            step, recorded = core.claim(("activity", activity_type))
+            sig: Signature = ("activity", activity_type)
+            encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
+            step, recorded = core.claim(sig)
             op = ActivityOp(step, activity_type, result_type)
             if recorded is None:
-                encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
                 if meta is None:
                     self._limits.check_pending("pending_activity_count", 1)
                 options, queue, connection = routing()
@@ -130,11 +140,10 @@ class Steps:
         """A local activity: the executor runs it in this process between transactions."""
         self._refuse_in_group("local_activity()")
         core = self._core
-        step, recorded = core.claim(("local_activity", activity_type))
+        sig: Signature = ("local_activity", activity_type)
+        encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
+        step, recorded = core.claim(sig)
         outcome = core.ledger.local_outcome(step)
-        encoded: dict[str, Any] = {}
-        if outcome is None and recorded is None:
-            encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
         op = core.ops.add(LocalActivityOp(step, activity_type, result_type))
         if outcome is not None:
             self.settle_local(op, outcome)
@@ -176,10 +185,11 @@ class Steps:
         core = self._core
 
         def start(meta: Meta) -> Future:
-            step, recorded = core.claim(("child", workflow_type))
+            sig: Signature = ("child", workflow_type)
+            encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
+            step, recorded = core.claim(sig)
             op = ChildOp(step, workflow_type, result_type)
             if recorded is None:
-                encoded = self._encode_new(step, lambda: core.payloads.encode_arguments(arguments))
                 if meta is None:
                     self._limits.check_pending("pending_child_count", 1)
                 command = StartChild(
@@ -199,13 +209,12 @@ class Steps:
         """Send a signal to a child, once: replay finds the step already recorded."""
         self._refuse_in_group("signalling a child")
         core = self._core
-        step, recorded = core.claim(("side_effect", None))
+        sig: Signature = ("side_effect", None)
+        encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(args))
+        step, recorded = core.claim(sig)
         if recorded is None:
             command = SignalChild(
-                step=step,
-                instance_id=instance_id,
-                signal_name=name,
-                arguments=self._encode_new(step, lambda: core.payloads.encode_arguments(args)),
+                step=step, instance_id=instance_id, signal_name=name, arguments=encoded
             )
             core.outbox.issue(command, recorded)
 
@@ -240,20 +249,25 @@ class Steps:
         """Record ``fn()``; the first run returns the recorded value too, decoded as replay will."""
         self._refuse_in_group("side_effect()")
         core = self._core
-        step, recorded = core.claim(("side_effect", None))
+        if core.scheduler.unwinding or core.scheduler.restricted:
+            core.claim(("side_effect", None))  # refused here, before fn runs
+        recorded = self._replays(("side_effect", None))
         if recorded is not None:
+            core.claim(("side_effect", None))
             return core.payloads.decode(recorded.payload.get("result"), result_type, "side effect")
+        # A new side effect runs and is checked before its step is claimed (see
+        # _encode_if_new): a refused value leaves no gap in the step numbers.
         value = fn()
-        encoded = self._encode_new(step, lambda: core.payloads.encode(value, "side effect"))
+        encoded = core.payloads.encode(value, "side effect")
         replayed = core.payloads.decode(encoded, result_type, "side effect")
         if not replays_as_itself(value, replayed):
-            core.ledger.unclaim(step)
             raise PayloadCodecError(
                 "value_type_mismatch",
                 f"side effect: a {type(value).__qualname__} would replay as a "
                 f"{type(replayed).__qualname__}; annotate the function's return type or pass "
                 f"result_type={type(value).__qualname__}",
             )
+        step, recorded = core.claim(("side_effect", None))
         core.outbox.issue(RecordSideEffect(step=step, result=encoded), recorded)
         return replayed
 

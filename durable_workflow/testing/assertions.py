@@ -52,6 +52,8 @@ def assert_dispatched(target: type | str, callback: Callback | int = None) -> No
     if isinstance(callback, int) and not isinstance(callback, bool):
         assert_dispatched_times(target, callback)  # the legacy ``(activity, times)`` form
         return
+    if isinstance(callback, bool):
+        raise TypeError("assert_dispatched() takes a callback or a number of times")
     key, matches, everything = _activities(target)
     if not matches:
         raise AssertionError(

@@ -249,6 +249,7 @@ class Cancellable(Workflow):
 from tests.testapp import (  # noqa: E402
     composition,  # noqa: F401
     data_goldens,  # noqa: F401
+    data_types,  # noqa: F401
     hostile,  # noqa: F401
     messaging,  # noqa: F401
     patterns,  # noqa: F401

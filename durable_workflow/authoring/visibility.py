@@ -20,9 +20,19 @@ class InvalidVisibilityError(ConfigurationError, InvalidValueError):
 
 
 def check_memo(entries: Any) -> dict[str, Any]:
-    """Keys 1..64 characters; values any JSON data (None deletes the key on upsert)."""
+    """Keys 1..64 characters; values JSON data (None deletes the key on upsert).
+
+    Values go through the data converter first (bytes as base64 text), so a
+    datetime, a Decimal or a dataclass is kept in its tagged JSON shape.
+    """
+    from durable_workflow.converter import to_plain
+
     if not isinstance(entries, dict):
         raise InvalidVisibilityError("memo entries must be a dict")
+    entries = {
+        key: to_plain(value, f"memo {key!r}", binary=False) if isinstance(key, str) else value
+        for key, value in entries.items()
+    }
     for key, value in entries.items():
         if text.problem(key, max_length=_MEMO_KEY_MAX) is not None:
             raise InvalidVisibilityError(

@@ -9,8 +9,8 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from durable_workflow import registry
-from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
+from durable_workflow.converter import payloads
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import DurableWorkflowError, UnknownTypeError
 from durable_workflow.schedules.errors import InvalidScheduleError, UnknownScheduleWorkflowError
@@ -56,7 +56,7 @@ def build_action(workflow: type | str, arguments: list[Any] | dict[str, Any] | N
     cls = resolve_workflow(workflow)
     positional = _positional(cls, arguments)
     try:
-        encoded = envelope.encode(positional, get_settings().PAYLOAD_CODEC)
+        encoded = payloads.encode_arguments(positional, get_settings().PAYLOAD_CODEC)
     except DurableWorkflowError as exc:
         raise InvalidScheduleError(f"the schedule's arguments cannot be encoded: {exc}") from exc
     return Action(

@@ -24,9 +24,10 @@ from durable_workflow import (
     WorkflowStub,
     WorkflowTerminatedError,
 )
+from durable_workflow.converter import from_plain
 from durable_workflow.models import HistoryEvent, WorkflowRun
 from durable_workflow.testing import Replayer, export_history
-from tests.testapp.data_types import Color, RoundTrip, RowWorkflow, Seen, sample
+from tests.testapp.data_types import Color, Point, RoundTrip, RowWorkflow, Seen, sample
 from tests.testapp.models import Invocation
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,9 @@ def test_every_type_round_trips_through_every_boundary(workflow_fake):
     assert_every_receiver_got_the_bundle(seen)
     run = WorkflowRun.objects.filter(instance_id=stub.id()).order_by("run_number").first()
     assert run is not None
-    assert run.memo == {"amount": "1.50", "when": WHEN.isoformat()}
+    memo = {key: from_plain(value) for key, value in run.memo.items()}  # JSON, tagged
+    assert identical(memo["when"], WHEN) and identical(memo["amount"], Decimal("1.50"))
+    assert from_plain(run.memo["point"], Point) == Point(3)
 
 
 def test_the_export_bundle_replays_with_typed_values(workflow_fake):

@@ -177,7 +177,7 @@ class RoundTrip(Workflow):
         local = dw.local_activity(EchoBundle, bundle, when)
         child = dw.child(ChildBundle, bundle)
         effect = dw.side_effect(lambda: bundle, result_type=Bundle)
-        dw.upsert_memo({"when": when.isoformat(), "amount": str(bundle.amount)})
+        dw.upsert_memo({"when": when, "amount": bundle.amount, "point": bundle.point})
         dw.wait_signal("go")
         if generation == 1:
             dw.continue_as_new(bundle, when, 2)

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from durable_workflow.codec import envelope
+from durable_workflow.converter import from_plain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +46,11 @@ def _since() -> uuid.UUID | None:
 
 
 def _decode(value: Any) -> list[Any]:
+    """Arguments as assertion callbacks see them: through the data converter (a
+    datetime is a datetime), records as dicts since no receiver declares a class."""
     if not value:
         return []
-    decoded = envelope.decode(value)
+    decoded = from_plain(envelope.decode(value))
     return list(decoded) if isinstance(decoded, list | tuple) else [decoded]
 
 

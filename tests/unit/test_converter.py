@@ -119,7 +119,9 @@ SCALARS = [
 
 
 @pytest.mark.parametrize("codec", [avro, json_codec], ids=["avro", "json"])
-@pytest.mark.parametrize("value", SCALARS, ids=repr)
+@pytest.mark.parametrize(
+    "value", SCALARS, ids=[f"{i}-{type(v).__name__}" for i, v in enumerate(SCALARS)]
+)
 def test_standard_types_round_trip_without_a_declared_type(value, codec):
     assert same(through(value, codec=codec), value)
 

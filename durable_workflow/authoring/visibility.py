@@ -26,13 +26,19 @@ def check_memo(entries: Any) -> dict[str, Any]:
     datetime, a Decimal or a dataclass is kept in its tagged JSON shape.
     """
     from durable_workflow.converter import to_plain
+    from durable_workflow.exceptions import PayloadCodecError
 
     if not isinstance(entries, dict):
         raise InvalidVisibilityError("memo entries must be a dict")
-    entries = {
-        key: to_plain(value, f"memo {key!r}", binary=False) if isinstance(key, str) else value
-        for key, value in entries.items()
-    }
+    try:
+        entries = {
+            key: to_plain(value, f"memo {key!r}", binary=False) if isinstance(key, str) else value
+            for key, value in entries.items()
+        }
+    except PayloadCodecError as exc:
+        raise InvalidVisibilityError(
+            f"memo value {exc.path} is not storable: {exc}", field="memo", reason=str(exc)
+        ) from None
     for key, value in entries.items():
         if text.problem(key, max_length=_MEMO_KEY_MAX) is not None:
             raise InvalidVisibilityError(

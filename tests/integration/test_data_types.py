@@ -66,11 +66,13 @@ def run_round_trip(settle: Any, instance_id: str) -> tuple[WorkflowStub[Any, See
     stub.start(bundle, WHEN)
     settle()
     stub.signal(RoundTrip.on_bundle, bundle)
+    settle()  # an update waits for pending signals to be applied
     assert identical(stub.update(RoundTrip.swap, bundle), bundle)
     assert identical(stub.query(RoundTrip.latest, Color.RED), bundle)
     stub.signal("go")
     settle()
     stub.refresh().signal(RoundTrip.on_bundle, bundle)  # the continued run
+    settle()
     stub.update(RoundTrip.swap, bundle)
     stub.signal("go")
     settle()

@@ -39,8 +39,8 @@ from typing import Any
 import greenlet
 
 from durable_workflow.codec import envelope
-from durable_workflow.engine import failures
 from durable_workflow.converter import handle_signature
+from durable_workflow.engine import failures
 from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.commands import (
     CancelWorkflow,

@@ -111,8 +111,24 @@ def handle_signature(cls: type | None) -> Signature:
     return signature_of(handle) if callable(handle) else UNTYPED
 
 
+_UNWRAPPED: dict[Any, Any] = {}
+
+
 def unwrap(hint: Hint) -> Hint:
-    """``Annotated[T, ...]`` → T, a ``NewType`` → its base, ``Any``/``object``/TypeVar → None."""
+    """``Annotated[T, ...]`` → T, a ``NewType`` → its base, ``Any``/``object``/TypeVar → None.
+
+    Remembered per hint: it runs for every value decoded against a declared type.
+    """
+    try:
+        return _UNWRAPPED[hint]
+    except KeyError:
+        unwrapped = _UNWRAPPED[hint] = _unwrap(hint)
+        return unwrapped
+    except TypeError:  # an unhashable annotation object
+        return _unwrap(hint)
+
+
+def _unwrap(hint: Hint) -> Hint:
     while True:
         if hint is Any or hint is object or isinstance(hint, typing.TypeVar):
             return None

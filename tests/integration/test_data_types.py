@@ -199,3 +199,11 @@ def test_result_times_out_with_a_typed_error(workflow_fake):
     stub.start("timer")
     with pytest.raises(WorkflowResultTimeoutError):
         stub.result(timeout=0)
+
+
+def test_a_body_declaring_a_model_row_is_told_to_declare_a_model_ref(workflow_fake):
+    row = Invocation.objects.create(name="row-4")
+    stub = WorkflowStub.make("tests.types.row-in-body", "rows-4")
+    stub.start(row)
+    with pytest.raises(WorkflowParkedError, match=r"declare ModelRef\[Invocation\]"):
+        stub.result(timeout=5)

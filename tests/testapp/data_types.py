@@ -237,3 +237,12 @@ class Refuses(Workflow):
         except dw.PayloadCodecError as refused:
             path = refused.path
         return {"path": path, "steps_after": dw.activity(Greet, "Ada")}
+
+
+class RowInBody(Workflow):
+    """Declares the model itself on a body parameter: refused, bodies get a ModelRef."""
+
+    type_key = "tests.types.row-in-body"
+
+    def handle(self, row: Invocation) -> str:
+        return row.name

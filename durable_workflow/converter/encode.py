@@ -31,14 +31,13 @@ _BUILTIN_BASES: Final = (str, int, float, dict, list, bytes)
 class _Encoder:
     __slots__ = ("binary", "root")
 
-    def __init__(self, root: str, binary: bool) -> None:
-        self.root = root
+    def __init__(self, root: str | int, binary: bool) -> None:
+        self.root = root  # a name, or the 1-based number of an argument
         self.binary = binary
 
     def refuse(self, path: Path, value: Any, problem: str, advice: str = "") -> Exception:
-        return located_error(
-            "unsupported_value_type", self.root, path, problem, advice, value=value
-        )
+        root = f"argument {self.root}" if isinstance(self.root, int) else self.root
+        return located_error("unsupported_value_type", root, path, problem, advice, value=value)
 
     def walk(self, value: Any, path: Path, depth: int) -> Any:
         cls = value.__class__
@@ -97,10 +96,12 @@ class _Encoder:
         return out
 
     def walk_dict(self, value: dict[Any, Any], path: Path, depth: int) -> Any:
-        if TAG in value or any(key.__class__ is not str for key in value):
+        if TAG in value:
             return self.pairs(value, path, depth)
         out = value
         for key, item in value.items():
+            if key.__class__ is not str:
+                return self.pairs(value, path, depth)
             converted = self.walk(item, child(path, key), depth + 1)
             if converted is not item:
                 if out is value:
@@ -227,7 +228,9 @@ def to_plain(value: Any, root: str = "value", *, binary: bool = True) -> Any:
 
 def arguments_to_plain(values: Sequence[Any], *, binary: bool = True) -> list[Any]:
     """Positional arguments as a plain list; paths start at ``argument 1``."""
+    encoder = _Encoder(0, binary)
     out = []
     for index, value in enumerate(values, start=1):
-        out.append(_Encoder(f"argument {index}", binary).walk(value, None, 1))
+        encoder.root = index
+        out.append(encoder.walk(value, None, 1))
     return out

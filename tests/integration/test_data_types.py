@@ -7,6 +7,7 @@ tests/acceptance/test_data_types_worker.py.
 from __future__ import annotations
 
 import dataclasses
+import json
 import datetime as dt
 from decimal import Decimal
 from typing import Any
@@ -207,3 +208,27 @@ def test_a_body_declaring_a_model_row_is_told_to_declare_a_model_ref(workflow_fa
     stub.start(row)
     with pytest.raises(WorkflowParkedError, match=r"declare ModelRef\[Invocation\]"):
         stub.result(timeout=5)
+
+
+def test_webhook_json_reaches_a_typed_handle(client, settings, inline):
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"ALLOW_UNAUTHENTICATED": True}
+    body = {
+        "workflow_id": "typed-http",
+        "day": "2025-01-02",
+        "amount": "1.50",
+        "color": "red",
+        "line": {"sku": "a", "price": "2.5", "placed": "2025-01-01T00:00:00Z"},
+    }
+    response = client.post(
+        "/webhooks/start/tests.types.webhook",
+        data=json.dumps(body),
+        content_type="application/json",
+    )
+    assert response.status_code == 202, response.json()
+    inline.run()
+    assert WorkflowStub.load("typed-http").result(timeout=5) == {
+        "day": "date",
+        "amount": "Decimal",
+        "color": "Color",
+        "line": "Line",
+    }

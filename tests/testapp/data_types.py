@@ -246,3 +246,14 @@ class RowInBody(Workflow):
 
     def handle(self, row: Invocation) -> str:
         return row.name
+
+
+class TypedOverHttp(Workflow):
+    """Started over the webhooks with plain JSON; handle()'s annotations type it."""
+
+    type_key = "tests.types.webhook"
+    webhook = True
+
+    def handle(self, day: dt.date, amount: Decimal, color: Color, line: Line) -> dict[str, Any]:
+        values = {"day": day, "amount": amount, "color": color, "line": line}
+        return {key: type(value).__name__ for key, value in values.items()}

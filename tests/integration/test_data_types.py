@@ -7,8 +7,8 @@ tests/acceptance/test_data_types_worker.py.
 from __future__ import annotations
 
 import dataclasses
-import json
 import datetime as dt
+import json
 from decimal import Decimal
 from typing import Any
 

@@ -51,6 +51,9 @@ class Settings:
     #: other exception fails the workflow task and parks the run for a fix and a repair.
     #: ``["Exception"]``: every exception fails the run, as the spec describes.
     FAILURE_EXCEPTION_TYPES: list[str] = dataclasses.field(default_factory=list)
+    #: Attempts of a workflow task that may end without an outcome (an error, or its
+    #: worker died) before it is parked with a failure row (0: delivered for ever).
+    WORKFLOW_TASK_MAX_ATTEMPTS: int = 5
     #: Lease expiries (crashed or stuck attempts) an activity survives before it fails.
     ACTIVITY_MAX_LEASE_EXPIRIES: int = 5
     #: Identifier this process reports as lease owner (default: hostname:pid).

@@ -84,6 +84,7 @@ DURABLE_WORKFLOW = {
         os.environ.get("DW_WORKER_UNHEALTHY_AFTER_FAILURES", "3")
     ),
     "MAX_CONCURRENT_WORKER_SESSIONS": int(os.environ.get("DW_MAX_CONCURRENT_WORKER_SESSIONS", "0")),
+    "WORKFLOW_TASK_MAX_ATTEMPTS": int(os.environ.get("DW_WORKFLOW_TASK_MAX_ATTEMPTS", "5")),
     # Step-by-step tests drive each task themselves; real workers (and one test) use it.
     "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",
     "EAGER_ACTIVITIES": os.environ.get("DW_EAGER_ACTIVITIES", "0") == "1",

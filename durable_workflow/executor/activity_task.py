@@ -22,7 +22,7 @@ from durable_workflow import clock, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
-from durable_workflow.engine.failures import describe
+from durable_workflow.engine.failures import INTERRUPTS, describe
 from durable_workflow.exceptions import ActivityCancelled
 from durable_workflow.executor import (
     affinity,
@@ -204,7 +204,9 @@ def invoke_activity(
             instance._dw_context = context
             result = instance.handle(*(arguments or []))
         return True, payloads.encode_value(result, payload_codec, "result")
-    except (Exception, ActivityCancelled) as exc:  # an activity failure is data, not a crash
+    except INTERRUPTS:
+        raise  # the process is stopping: the caller hands the task back, uncounted
+    except BaseException as exc:  # an activity failure is data, not a crash
         return False, exc
 
 

@@ -52,6 +52,9 @@ class _State(threading.local):
         self.draining = False
         #: (task, execution, sole: the only activity its workflow task scheduled)
         self.held: tuple[TaskRecord, ActivityRecord, bool] | None = None
+        #: An interrupt raised by code run inside another task's transaction, raised
+        #: again once that transaction committed.
+        self.interrupt: BaseException | None = None
 
 
 _state = _State()
@@ -73,8 +76,29 @@ def offer(kind: str, value: Any) -> None:
     transaction.on_commit(lambda: setattr(_state, "follow_up", (kind, value)))
 
 
+def interrupt_after_commit(exc: BaseException) -> None:
+    """Raise ``exc`` (an interrupt) again from ``drain()``, after this transaction."""
+    _state.interrupt = exc
+
+
+def _raise_interrupt() -> None:
+    """The interrupt kept by ``interrupt_after_commit``, if any: the worker stops now,
+    and the follow-up left for it goes to the broker instead (for another worker)."""
+    exc, _state.interrupt = _state.interrupt, None
+    if exc is None:
+        return
+    kind, value = _state.follow_up or (None, None)
+    _state.follow_up = None
+    if kind == WORKFLOW:
+        from durable_workflow.executor import handback
+
+        handback.publish(value)
+    raise exc
+
+
 def drain() -> None:
     """Run the follow-ups the last task left, and theirs, until there are none."""
+    _raise_interrupt()
     if _state.draining:
         return
     from durable_workflow.executor import activity_task, workflow_task
@@ -100,6 +124,7 @@ def drain() -> None:
                     from durable_workflow.executor import handback
 
                     handback.publish(value)
+            _raise_interrupt()
     finally:
         _state.draining = False
         _state.hops = 0

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from durable_workflow import clock
+from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.executor import dispatch
 from durable_workflow.models import TaskStatus, WorkflowRun
 from durable_workflow.store import connections, runs, sql, tasks
@@ -36,21 +37,31 @@ class Held:
 
 @contextlib.contextmanager
 def on_failure(holds: Sequence[Held]) -> Iterator[None]:
-    """Hand ``holds`` back if the block fails with an error (which still goes up)."""
+    """Hand ``holds`` back if the block fails with an error (which still goes up), or is
+    interrupted (``KeyboardInterrupt``, ``SystemExit``: the attempt is not counted as a
+    lost lease, since its worker is stopping, not lost)."""
     try:
         yield
     except Exception:
         give_back(holds)
         raise
+    except INTERRUPTS:
+        give_back(holds, lost=False)
+        raise
 
 
-def give_back(holds: Sequence[Held]) -> None:
-    """Make each task still held ready again and send its message (best effort)."""
+def give_back(holds: Sequence[Held], *, lost: bool = True) -> None:
+    """Make each task still held ready again and send its message (best effort).
+
+    ``lost``: an activity attempt counts as expired, like one whose lease ran out;
+    otherwise it ends cancelled and counts for nothing.
+    """
     connections.discard_broken()
     for held in holds:
         try:
-            if _hand_back(held):
-                logger.info("handed task %s back after a failure", held.task_id)
+            if _hand_back(held, lost):
+                why = "after a failure" if lost else "as its worker stops"
+                logger.info("handed task %s back %s", held.task_id, why)
         except Exception:
             logger.warning(
                 "could not hand task %s back; its lease expiry will", held.task_id, exc_info=True
@@ -58,8 +69,8 @@ def give_back(holds: Sequence[Held]) -> None:
             connections.discard_broken()
 
 
-def _hand_back(held: Held) -> bool:
-    from durable_workflow.executor.repair import lease_lost
+def _hand_back(held: Held, lost: bool) -> bool:
+    from durable_workflow.executor.repair import lease_lost, lease_returned
 
     now = clock.now()
     with sql.atomic(WorkflowRun):
@@ -69,7 +80,7 @@ def _hand_back(held: Held) -> bool:
             return False
         if not tasks.hand_back(held.task_id, held.lease_id, held.generation, now=now):
             return False
-        lease_lost(run, task, now=now)
+        (lease_lost if lost else lease_returned)(run, task, now=now)
         runs.save_run(run, now=now)
         fresh = tasks.get(held.task_id)
         if fresh is not None and fresh.status == TaskStatus.READY:

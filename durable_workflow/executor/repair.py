@@ -20,7 +20,7 @@ from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
-from durable_workflow.models import TaskStatus, TaskType
+from durable_workflow.models import AttemptStatus, TaskStatus, TaskType
 from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
@@ -118,6 +118,18 @@ def lease_lost(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> None:
             expired = activities.expired_attempt_count(execution.id)
             if expired > get_settings().ACTIVITY_MAX_LEASE_EXPIRIES:
                 _give_up(run, task, execution, expired, now=now)
+
+
+def lease_returned(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> None:
+    """After a holder handed its lease back because it is stopping: its activity attempt
+    ends cancelled (not expired: no worker was lost), and the activity waits for another."""
+    if task.task_type == TaskType.ACTIVITY and task.activity_execution_id is not None:
+        execution = activities.get_execution(task.activity_execution_id)
+        if execution is not None and execution.current_attempt_id is not None:
+            activities.close_attempt(
+                execution.current_attempt_id, AttemptStatus.CANCELLED, now=now, only_running=True
+            )
+            activities.reopen_execution(execution.id)
 
 
 def _give_up(

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 from durable_workflow import clock, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
-from durable_workflow.engine.failures import BodyFailed, describe
+from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
     NonDeterminismError,
@@ -36,6 +36,7 @@ from durable_workflow.executor import (
     lifecycle,
     local_activities,
     parking,
+    poison,
     sticky,
 )
 from durable_workflow.executor.attempts import start_eagerly
@@ -83,20 +84,39 @@ class _Pending:
     lease: LocalLease
 
 
-def run_workflow_task(task_id: Any) -> str:
+def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> str:
     """Execute one workflow task; returns ``completed``, ``skipped``, ``failed``,
     ``timed_out``, ``retrying`` (a local activity retries in a later task),
     ``incompatible`` (this worker does not support the run's compatibility marker),
     ``held`` (the run's sticky owner is live: the message went on to it) or ``early``
-    (not due yet on this process's clock: the message is sent again for then)."""
-    outcome = run_once(task_id)
+    (not due yet on this process's clock: the message is sent again for then).
+
+    ``redelivered``: the broker delivers this message again (an earlier delivery may
+    have died with its worker), see ``poison``."""
+    outcome = run_once(task_id, redelivered=redelivered)
     eager.drain()
     return outcome
 
 
-def run_once(task_id: Any) -> str:
-    """One workflow task, without the follow-ups it hands to this process."""
-    return finish_pending(_start(task_id))
+def run_once(task_id: Any, *, redelivered: bool = False) -> str:
+    """One workflow task, without the follow-ups it hands to this process.
+
+    An error (other than a database connection error) is counted on the task, which is
+    parked once it used up ``WORKFLOW_TASK_MAX_ATTEMPTS`` (``failed``); an interrupt is
+    not counted, and goes on up."""
+    attempt = poison.Attempt(task_id, redelivered=redelivered)
+    try:
+        outcome = _start(task_id, attempt)
+        if isinstance(outcome, _Pending):
+            attempt.counted = True  # its claim committed
+        return finish_pending(outcome)
+    except INTERRUPTS:
+        poison.interrupted(attempt)
+        raise
+    except Exception as exc:
+        if poison.failed(attempt, exc):
+            return "failed"
+        raise
 
 
 def finish_pending(outcome: str | _Pending) -> str:
@@ -111,19 +131,30 @@ def finish_pending(outcome: str | _Pending) -> str:
     return outcome
 
 
-def _start(task_id: Any) -> str | _Pending:
+def _start(task_id: Any, attempt: poison.Attempt | None = None) -> str | _Pending:
+    attempt = attempt or poison.Attempt(task_id)
+    outcome = _start_checked(attempt)
+    if outcome == poison.MARK:  # an earlier attempt may have died: count this one first
+        if poison.mark(attempt):
+            return "failed"  # it was the one too many: parked
+        outcome = _start_checked(attempt)
+    return outcome
+
+
+def _start_checked(attempt: poison.Attempt) -> str | _Pending:
     try:
-        return _start_once(task_id)
+        return _start_once(attempt)
     except DatabaseError as exc:
         if not sql.refuted(exc):
             raise
     # The task changed between its read and the claim (a writer that took no run lock):
     # read it again.
-    return _start_once(task_id)
+    return _start_once(attempt)
 
 
 @retry_transaction
-def _start_once(task_id: Any) -> str | _Pending:
+def _start_once(attempt: poison.Attempt) -> str | _Pending:
+    task_id = attempt.task_id
     now = clock.now()
     settings = get_settings()
     with sql.atomic(WorkflowRun):
@@ -152,18 +183,24 @@ def _start_once(task_id: Any) -> str | _Pending:
         if owner_queue is not None:
             affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
             return "held"
+        if run.status == RunStatus.RUNNING and tasks.workflow_task_in_progress(
+            run.id, now=now, besides=task.id
+        ):
+            # A local activity of this run is running under another task's lease: try later.
+            tasks.release(task.id, available_at=now + dt.timedelta(seconds=1), now=now)
+            dispatch.enqueue(tasks.get(task.id))  # type: ignore[arg-type]
+            return "busy"
+        if poison.needs_mark(task, attempt):
+            return poison.MARK
         claimed = _claim(
-            task, now=now, lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS, mode=replay_mode
+            task,
+            now=now,
+            lease_seconds=settings.WORKFLOW_TASK_LEASE_SECONDS,
+            mode=replay_mode,
+            count=not attempt.counted,
         )
         if claimed is None:
             return "skipped"
-        if run.status == RunStatus.RUNNING and tasks.workflow_task_in_progress(
-            run.id, now=now, besides=claimed.id
-        ):
-            # A local activity of this run is running under another task's lease: try later.
-            tasks.release(claimed.id, available_at=now + dt.timedelta(seconds=1), now=now)
-            dispatch.enqueue(tasks.get(claimed.id))  # type: ignore[arg-type]
-            return "busy"
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return "skipped"
@@ -183,10 +220,13 @@ def _start_once(task_id: Any) -> str | _Pending:
         return _advance_and_settle(run, claimed, runtime, now=now)
 
 
-def _claim(task: TaskRecord, *, now: dt.datetime, lease_seconds: int, mode: str) -> Any:
+def _claim(
+    task: TaskRecord, *, now: dt.datetime, lease_seconds: int, mode: str, count: bool
+) -> Any:
     """Claim the task read under the run lock: assumed to succeed, and checked with the
-    task's writes (where writes are batched), or read back at once."""
-    options = {"owner": worker_id(), "now": now, "lease_seconds": lease_seconds}
+    task's writes (where writes are batched), or read back at once. ``count``: the claim
+    counts the attempt (``False``: it was counted in advance)."""
+    options = {"owner": worker_id(), "now": now, "lease_seconds": lease_seconds, "count": count}
     if not sql.batching(WorkflowRun):
         return sql.together(
             WorkflowRun, [tasks.claim_statement(task, replay_mode=mode, **options)]
@@ -250,14 +290,17 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
             )
             runtime = _runtime_for(run)
             outcome = _advance_and_settle(run, tasks.record_of(row), runtime, now=now, unsaved=row)
-    except Exception as exc:
+    except (Exception, *INTERRUPTS) as exc:
         if runtime is not None:
             runtime.dispose()
         if isinstance(exc, DatabaseError):
             # A statement may have failed before the savepoint: the whole transaction
             # is lost (e.g. an assumed step refuted, see ``speculation``).
             raise
-        if isinstance(exc, (StructuralLimitExceeded, *TASK_FAILURES)):
+        if isinstance(exc, INTERRUPTS):
+            # The activity's result still commits; the interrupt goes on after that.
+            eager.interrupt_after_commit(exc)
+        elif isinstance(exc, (StructuralLimitExceeded, *TASK_FAILURES)):
             logger.info("workflow task of run %s goes to a regular task: %s", run.id, exc)
         else:
             logger.exception("workflow task of run %s could not continue in place", run.id)

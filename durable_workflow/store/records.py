@@ -88,6 +88,8 @@ class TaskRecord:
     compatibility: str | None = None
     sticky_worker_id: str | None = None
     sticky_until: dt.datetime | None = None
+    #: Messages sent for the task so far (re-sends and hand-backs included).
+    dispatch_count: int = 0
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ _FIELDS = (
     "compatibility",
     "sticky_worker_id",
     "sticky_until",
+    "dispatch_count",
 )
 
 
@@ -148,6 +149,7 @@ def claim(
     now: dt.datetime,
     lease_seconds: int,
     replay_mode: str | None = None,
+    count: bool = True,
 ) -> TaskRecord | None:
     """Lease a ready, due task by compare-and-set; ``None`` if someone else has it.
 
@@ -155,7 +157,12 @@ def claim(
     record (built without a second read) is exactly what the row now holds.
     """
     statement = claim_statement(
-        task, owner=owner, now=now, lease_seconds=lease_seconds, replay_mode=replay_mode
+        task,
+        owner=owner,
+        now=now,
+        lease_seconds=lease_seconds,
+        replay_mode=replay_mode,
+        count=count,
     )
     return sql.together(Task, [statement])[0]
 
@@ -167,9 +174,10 @@ def claim_statement(
     now: dt.datetime,
     lease_seconds: int,
     replay_mode: str | None = None,
+    count: bool = True,
 ) -> sql.Statement:
     """:func:`claim` as a statement for ``sql.together`` (outcome: the leased record)."""
-    update, leased = _claim(task, owner, now, lease_seconds, replay_mode)
+    update, leased = _claim(task, owner, now, lease_seconds, replay_mode, count)
     return dataclasses.replace(
         update, outcome=lambda cursor: leased if update.outcome(cursor) else None
     )
@@ -182,16 +190,23 @@ def claim_expected(
     now: dt.datetime,
     lease_seconds: int,
     replay_mode: str | None = None,
+    count: bool = True,
 ) -> tuple[sql.Statement, TaskRecord]:
     """The claim as an expectation (``sql.expect_rows``: the transaction fails unless it
     takes the task), and the leased record it leaves."""
-    update, leased = _claim(task, owner, now, lease_seconds, replay_mode)
+    update, leased = _claim(task, owner, now, lease_seconds, replay_mode, count)
     return sql.expect_rows(update, 1), leased
 
 
 def _claim(
-    task: TaskRecord, owner: str, now: dt.datetime, lease_seconds: int, replay_mode: str | None
+    task: TaskRecord,
+    owner: str,
+    now: dt.datetime,
+    lease_seconds: int,
+    replay_mode: str | None,
+    count: bool = True,
 ) -> tuple[sql.Statement, TaskRecord]:
+    """``count``: the claim counts an attempt (``False``: it was counted in advance)."""
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
     sticky = {"sticky_replay_mode": replay_mode, "sticky_claimed_at": now} if replay_mode else {}
@@ -201,7 +216,7 @@ def _claim(
             "lease_owner": owner,
             "lease_id": lease_id,
             "lease_generation": sql.Add(1),
-            "attempt_count": sql.Add(1),
+            "attempt_count": sql.Add(1 if count else 0),
             "leased_at": now,
             "lease_expires_at": expires,
             "updated_at": now,
@@ -220,7 +235,7 @@ def _claim(
         lease_owner=owner,
         lease_id=lease_id,
         lease_generation=task.lease_generation + 1,
-        attempt_count=task.attempt_count + 1,
+        attempt_count=task.attempt_count + (1 if count else 0),
         lease_expires_at=expires,
     )
     return update, leased

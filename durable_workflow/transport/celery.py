@@ -9,14 +9,16 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import Celery, current_app, shared_task
+from celery.exceptions import WorkerShutdown
 from django import db
 from django.utils.module_loading import import_string
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from durable_workflow.conf import get_settings
+from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import BrokerUnavailable, ConfigurationError
 from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
@@ -127,6 +129,8 @@ def _entry_point(run: Callable[[], str]) -> str:
     connections.discard_broken()
     try:
         outcome = run()
+    except INTERRUPTS as exc:
+        _stop_worker(exc)
     except INFRASTRUCTURE_ERRORS as exc:
         health.task_done(exc)
         raise
@@ -141,11 +145,33 @@ def _entry_point(run: Callable[[], str]) -> str:
         connections.discard_broken()
 
 
+def _stop_worker(exc: BaseException) -> NoReturn:
+    """A ``KeyboardInterrupt`` or ``SystemExit`` in workflow or activity code: nothing
+    failed and no worker was lost. The engine put the task back as it was; this worker
+    shuts down cleanly (``WorkerShutdown``: a warm shutdown, not a lost process) and
+    another one runs the task."""
+    if isinstance(exc, WorkerShutdown):
+        raise exc
+    logger.warning(
+        "%s raised in a task: this worker shuts down, the task runs again elsewhere",
+        type(exc).__name__,
+    )
+    code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+    raise WorkerShutdown(code) from exc
+
+
+def _redelivered() -> bool:
+    """Is the current message a redelivery (an earlier delivery may have died with it)?"""
+    info = getattr(workflow_task.request, "delivery_info", None) or {}
+    return bool(info.get("redelivered"))
+
+
 @shared_task(name=WORKFLOW_TASK, **_TASK_OPTIONS)
 def workflow_task(task_id: str) -> str:
     from durable_workflow.executor import run_workflow_task
 
-    return _entry_point(lambda: run_workflow_task(task_id))
+    redelivered = _redelivered()
+    return _entry_point(lambda: run_workflow_task(task_id, redelivered=redelivered))
 
 
 @shared_task(name=ACTIVITY_TASK, **_TASK_OPTIONS)

@@ -63,6 +63,7 @@ def start_worker(broker, tmp_path, transactional_db):
         lease_seconds: int = 300,
         beat: bool = True,
         env: dict[str, str] | None = None,
+        pool: str = "solo",
     ) -> Worker:
         index = len(workers)
         log = tmp_path / f"worker-{index}.log"
@@ -87,7 +88,8 @@ def start_worker(broker, tmp_path, transactional_db):
             "-A",
             "tests.celery_app",
             "worker",
-            "--pool=solo",
+            f"--pool={pool}",
+            *(["--concurrency=1"] if pool == "prefork" else []),
             "--loglevel=INFO",
             "-Q",
             queues,

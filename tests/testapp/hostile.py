@@ -114,3 +114,68 @@ class Buggy(Workflow):
         if kind == "nonretryable":
             raise dw.NonRetryableError("declared final")
         raise ValueError(kind)
+
+
+class Interrupted(Activity):
+    """Raises ``KeyboardInterrupt``/``SystemExit`` (or another ``BaseException``) on its
+    first attempt, then succeeds."""
+
+    type_key = "tests.interrupted"
+
+    def backoff(self) -> list[int]:
+        return [0]
+
+    def handle(self, kind: str) -> str:
+        Invocation.objects.create(name="interrupted", key=self.activity_id())
+        if Invocation.objects.filter(name="interrupted", key=self.activity_id()).count() == 1:
+            raise {"interrupt": KeyboardInterrupt, "exit": SystemExit, "other": Halt}[kind]()
+        return f"done on attempt {self.attempt_count()}"
+
+
+class Halt(BaseException):
+    """A ``BaseException`` that is not an interrupt: an activity failure like any other."""
+
+
+class InterruptedActivity(Workflow):
+    type_key = "tests.interrupted-activity"
+
+    def handle(self, kind: str) -> str:
+        return dw.activity(Interrupted, ActivityOptions(max_attempts=2), kind)
+
+
+class InterruptedOnce(Workflow):
+    """Its body raises ``KeyboardInterrupt``/``SystemExit`` once: when ``INTERRUPT_BODY`` is
+    armed (in this process) or the file ``flag`` exists (in a worker; it is removed)."""
+
+    type_key = "tests.interrupted-once"
+
+    def handle(self, kind: str, flag: str | None = None) -> str:
+        import os
+
+        from tests.testapp.workflows import Add
+
+        armed = INTERRUPT_BODY["armed"] or bool(flag and os.path.exists(flag))
+        if armed:
+            INTERRUPT_BODY["armed"] = False
+            if flag and os.path.exists(flag):
+                os.remove(flag)
+            raise KeyboardInterrupt if kind == "interrupt" else SystemExit(2)
+        return str(dw.activity(Add, 2, 3))
+
+
+#: Tests arm it; the next ``InterruptedOnce`` body disarms it as it raises.
+INTERRUPT_BODY = {"armed": False}
+
+
+class Crashing(Workflow):
+    """Its body makes the worker process exit at once, every time (a poison task); each
+    attempt first appends a line to ``trace`` (a file: the body may not use the ORM)."""
+
+    type_key = "tests.crashing"
+
+    def handle(self, trace: str) -> None:
+        import os
+
+        with open(trace, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        os._exit(17)

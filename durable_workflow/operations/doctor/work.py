@@ -48,6 +48,12 @@ def affected(rows: QuerySet[Any, Any], field: str) -> dict[str, Any]:
     return {"count": ids.count(), "first": [str(i) for i in ids[:SHOWN_INSTANCES]]}
 
 
+def _named(instances: dict[str, Any]) -> str:
+    """``a, b, c`` (and how many more) for the ``affected`` summary ``instances``."""
+    more = instances["count"] - len(instances["first"])
+    return ", ".join(instances["first"]) + (f" and {more} more" if more > 0 else "")
+
+
 def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value else None
 
@@ -73,12 +79,23 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
         f"{row['connection'] or 'default'}:{row['queue'] or 'default'}": row["n"]
         for row in stuck.values("connection", "queue").annotate(n=Count("id")).order_by("-n")[:20]
     }
+    # Tasks that were taken and ended without an outcome (they failed or their worker
+    # died): not unclaimed, but failing; the instances say which runs.
+    failing = affected(stuck.filter(attempt_count__gt=0), "run__instance_id")
+    message = (
+        f"{summary['count']} ready task(s) due for more than {threshold:.0f} s and not claimed "
+        f"(oldest due {_age(ctx, summary['oldest']):.0f} s ago)"
+    )
+    if failing["count"]:
+        message += (
+            f"; the tasks of {failing['count']} run(s) were attempted and failed or crashed "
+            f"their worker ({_named(failing)}): see their last_error"
+        )
     return CheckResult(
         "stuck_tasks",
         title,
         WARNING,
-        f"{summary['count']} ready task(s) due for more than {threshold:.0f} s and not claimed "
-        f"(oldest due {_age(ctx, summary['oldest']):.0f} s ago)",
+        message,
         REPAIR,
         details={
             "count": summary["count"],
@@ -86,6 +103,7 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
             "oldest_due_at": _iso(summary["oldest"]),
             "by_queue": per_queue,
             "affected_instances": affected(stuck, "run__instance_id"),
+            "failing_instances": failing,
         },
     )
 
@@ -175,7 +193,8 @@ def check_resume_paths(ctx: DoctorContext) -> CheckResult:
         return CheckResult("durable_resume_paths", title, OK, "no open run needs repair")
     parts = []
     if failed:
-        parts.append(f"{len(failed)} run(s) stopped on a failed workflow task")
+        shown = {"count": len(failed), "first": failed[:SHOWN_INSTANCES]}
+        parts.append(f"{len(failed)} run(s) stopped on a failed workflow task ({_named(shown)})")
     if lost:
         parts.append(f"{len(lost)} pending run(s) have no task at all")
     return CheckResult(

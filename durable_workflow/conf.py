@@ -26,10 +26,13 @@ class Settings:
     DEFAULT_QUEUE: str | None = None
     #: Payload codec for new runs: ``"avro"`` (default) or ``"json"``.
     PAYLOAD_CODEC: str = "avro"
-    #: How long an activity attempt owns its task before repair may hand it out again.
-    ACTIVITY_LEASE_SECONDS: int = 300
-    #: Lease a workflow task holds while it replays (it commits in one transaction).
-    WORKFLOW_TASK_LEASE_SECONDS: int = 300
+    #: How long an activity attempt owns its task before repair may hand it out again;
+    #: the running process renews it every third of this (``lease_keeper``), so it
+    #: bounds how long a crashed attempt waits, not how long an activity may run.
+    ACTIVITY_LEASE_SECONDS: int = 30
+    #: Lease a workflow task holds while it replays (it commits in one transaction), or
+    #: while one of its local activities runs (renewed the same way).
+    WORKFLOW_TASK_LEASE_SECONDS: int = 30
     #: A ready task whose message was sent this long ago and is still unclaimed is re-sent.
     REDISPATCH_AFTER_SECONDS: int = 3
     #: Upper bound of the exponential back-off between re-sends of one task.

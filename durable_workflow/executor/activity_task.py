@@ -39,6 +39,7 @@ from durable_workflow.executor import (
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
+from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -75,7 +76,8 @@ def held(lease: Lease) -> handback.Held:
 
 def _run_claimed(lease: Lease) -> str:
     started = time.monotonic()
-    ok, value = _invoke(lease)
+    with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
+        ok, value = _invoke(lease)
     assumed = speculation.take(lease)
     if not ok:
         return _settle(lease, ok, value)
@@ -102,7 +104,8 @@ def _run_claimed_together(leases: list[Lease]) -> list[str]:
     results, outcomes = [], []
     started = time.monotonic()
     for lease in leases:
-        ok, value = _invoke(lease)
+        with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
+            ok, value = _invoke(lease)
         if ok:
             results.append((lease, value))
         else:

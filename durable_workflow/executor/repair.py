@@ -50,7 +50,7 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
         max_backoff=settings.REDISPATCH_MAX_BACKOFF_SECONDS,
         limit=settings.REPAIR_SCAN_LIMIT,
     )
-    sent = _resend(due)
+    sent = _resend(_lost(due, now=now, in_backlog=settings.REDISPATCH_MAX_BACKOFF_SECONDS))
     tasks.mark_dispatched(sent, now=now)
     if reclaimed or sent or timed_out:
         logger.info(
@@ -60,6 +60,35 @@ def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
             len(sent),
         )
     return RepairReport(reclaimed=reclaimed, redispatched=len(sent), timed_out=timed_out)
+
+
+def _lost(
+    due: list[tuple[TaskRecord, dt.datetime | None]], *, now: dt.datetime, in_backlog: int
+) -> list[TaskRecord]:
+    """Of the ready tasks whose message is old enough to be presumed lost, those whose
+    message cannot simply be waiting its turn.
+
+    When the broker says messages wait in a task's queue, its message may be one of
+    them, behind a backlog: re-sending it only makes a duplicate that a worker skips
+    later (under a backlog that was most of what workers handled). Such a task is
+    re-sent only once its message is older than ``in_backlog`` seconds. When the
+    queue is empty, nothing of it is in flight: it is re-sent now. When the broker
+    cannot say, the per-task back-off alone decides.
+    """
+    depths: dict[tuple[str | None, str | None], int | None] = {}
+    backend = dispatch.backend()
+    count = getattr(backend, "waiting", None)
+    old = now - dt.timedelta(seconds=in_backlog)
+    lost = []
+    for task, sent_at in due:
+        routed = dispatch.routed(task)
+        key = (routed.connection, routed.queue)
+        if key not in depths:
+            depths[key] = count(routed) if count is not None else None
+        waiting = depths[key]
+        if not waiting or sent_at is None or sent_at <= old:
+            lost.append(task)
+    return lost
 
 
 def _resend(due: list[TaskRecord]) -> list[Any]:

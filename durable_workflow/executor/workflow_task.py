@@ -49,6 +49,7 @@ from durable_workflow.executor.common import (
     worker_id,
     workflow_task_row,
 )
+from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.streams import deliver_pending
@@ -125,8 +126,11 @@ def finish_pending(outcome: str | _Pending) -> str:
     while isinstance(outcome, _Pending):
         task = outcome.lease.task
         assert task.lease_id is not None
-        with handback.on_failure([handback.Held(task.id, task.lease_id, task.lease_generation)]):
-            ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
+        holds = [handback.Held(task.id, task.lease_id, task.lease_generation)]
+        seconds = get_settings().WORKFLOW_TASK_LEASE_SECONDS
+        with handback.on_failure(holds):
+            with keeper.keeping(holds, lease_seconds=seconds):
+                ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
             outcome = _resume(outcome, ok, value)
     return outcome
 

@@ -35,6 +35,15 @@ def discard_broken() -> bool:
     return closed
 
 
+def close_thread_connections() -> None:
+    """Close every connection this thread opened (a helper thread between rounds)."""
+    for conn in connections.all(initialized_only=True):
+        try:
+            conn.close()
+        except DatabaseError:
+            conn.connection = None
+
+
 def _broken(conn: Any) -> bool:
     raw = conn.connection
     if getattr(raw, "closed", False) or getattr(raw, "broken", False):

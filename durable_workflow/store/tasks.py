@@ -385,8 +385,9 @@ def release(task_id: uuid.UUID, *, available_at: dt.datetime, now: dt.datetime) 
 
 def due_for_redispatch(
     *, now: dt.datetime, after_seconds: int, max_backoff: int, limit: int
-) -> list[TaskRecord]:
-    """Ready, due tasks whose last message is old enough to be presumed lost.
+) -> list[tuple[TaskRecord, dt.datetime | None]]:
+    """Ready, due tasks whose last message is old enough to be presumed lost, each with
+    when that message was sent.
 
     Each re-send doubles the wait before the next one (capped), so a long
     backlog is not flooded with duplicates.
@@ -401,7 +402,7 @@ def due_for_redispatch(
         if row.last_dispatched_at is None or row.last_dispatched_at <= now - dt.timedelta(
             seconds=wait
         ):
-            due.append(record_of(row))
+            due.append((record_of(row), row.last_dispatched_at))
         if len(due) >= limit:
             break
     return due

@@ -15,6 +15,7 @@ from celery import Celery, current_app, shared_task
 from celery.exceptions import WorkerShutdown
 from django import db
 from django.utils.module_loading import import_string
+from kombu.exceptions import ChannelError
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from durable_workflow.conf import get_settings
@@ -71,6 +72,10 @@ def effective_queue(queue: str | None, connection: str | None = None) -> str:
 class CeleryBackend:
     """Publishes one message per task, routed by the task's queue and connection."""
 
+    def waiting(self, task: TaskRecord) -> int | None:
+        """Messages waiting ahead in the queue ``task``'s message goes to."""
+        return waiting(effective_queue(task.queue, task.connection), task.connection)
+
     def send(self, task: TaskRecord, countdown: float | None) -> None:
         options: dict[str, Any] = {}
         if task.queue:
@@ -85,6 +90,23 @@ class CeleryBackend:
             )
         except (KombuOperationalError, ConnectionError) as exc:
             raise BrokerUnavailable(f"the broker cannot be reached: {exc}") from exc
+
+
+def waiting(queue: str, connection: str | None = None) -> int | None:
+    """Messages waiting in ``queue`` on the broker (``None``: the broker cannot say).
+
+    A passive declare: it reads the count, creates nothing; a queue the broker does not
+    know holds nothing.
+    """
+    try:
+        with celery_app(connection).connection_for_read() as conn:
+            try:
+                return int(conn.default_channel.queue_declare(queue=queue, passive=True)[1])
+            except ChannelError:
+                return 0
+    except Exception:  # unreachable, or a transport that cannot count
+        logger.debug("could not count the messages waiting in %s", queue, exc_info=True)
+        return None
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:

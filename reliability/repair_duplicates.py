@@ -10,8 +10,9 @@ a message the repair pass sent although the first one was still waiting.
     python reliability/repair_duplicates.py --runs 200 --steps 5 --workers 2
     python reliability/repair_duplicates.py --code /path/to/older/checkout   # before
 
-Needs the local PostgreSQL and a Redis; it creates (and drops) its own database
-and uses its own Redis database. It measures; it asserts nothing.
+Needs the local PostgreSQL and a Redis; it creates (and drops) its own database,
+and its broker keys carry a prefix of their own (deleted at the end). It measures;
+it asserts nothing.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ def main() -> None:
         "DW_TEST_DB": "postgres",
         "DW_PG_NAME": options.database,
         "DW_BROKER_URL": options.broker,
+        # One broker key prefix for every process started here (tests.isolation, where
+        # the checkout has it).
+        "DW_TEST_RUN": f"duplicates-{os.getpid()}",
         "PYTHONPATH": f"{scratch}:{options.code}",
     }
     _database(options.database, create=True)
@@ -93,9 +97,6 @@ def _django(env: dict[str, str], code: str, *arguments: str) -> None:
 
 
 def _measure(options: argparse.Namespace, env: dict[str, str], scratch: pathlib.Path) -> str:
-    import redis
-
-    redis.Redis.from_url(options.broker).flushdb()
     _django(env, options.code, "migrate", "--noinput")
     _django(
         env,
@@ -158,6 +159,7 @@ def _measure(options: argparse.Namespace, env: dict[str, str], scratch: pathlib.
             os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
             process.wait(60)
+    _forget_broker_keys(options.broker, env["DW_TEST_RUN"])
     outcomes: dict[str, int] = {}
     for log in logs:
         for _, outcome in HANDLED.findall(log.read_text(errors="replace")):
@@ -171,6 +173,16 @@ def _measure(options: argparse.Namespace, env: dict[str, str], scratch: pathlib.
         f"{skipped} duplicates skipped ({share:.1%}), all runs closed in {elapsed:.0f} s; "
         f"outcomes {dict(sorted(outcomes.items()))}"
     )
+
+
+def _forget_broker_keys(url: str, run: str) -> None:
+    """Delete this measurement's keys (its own prefix; nothing else on the broker)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter(match=f"dw-test-{run}-*", count=1000))
+    if keys:
+        client.delete(*keys)
 
 
 def _open_runs(env: dict[str, str], code: str) -> bool:

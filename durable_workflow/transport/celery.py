@@ -95,13 +95,18 @@ class CeleryBackend:
 def waiting(queue: str, connection: str | None = None) -> int | None:
     """Messages waiting in ``queue`` on the broker (``None``: the broker cannot say).
 
-    A passive declare: it reads the count, creates nothing; a queue the broker does not
-    know holds nothing.
+    Kombu's virtual transports (Redis, SQS, ...) count a queue's messages themselves
+    (``_size``; their passive declare misses a queue under a ``global_keyprefix``); on
+    AMQP a passive declare reads the count and creates nothing, and a queue the
+    broker does not know holds nothing.
     """
     try:
         with celery_app(connection).connection_for_read() as conn:
+            channel = conn.default_channel
+            if hasattr(channel, "_size"):
+                return int(channel._size(queue))
             try:
-                return int(conn.default_channel.queue_declare(queue=queue, passive=True)[1])
+                return int(channel.queue_declare(queue=queue, passive=True)[1])
             except ChannelError:
                 return 0
     except Exception:  # unreachable, or a transport that cannot count

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tests import isolation
 from tests.acceptance import cluster
 from tests.acceptance.conftest import ROOT, wait_for
 
@@ -78,7 +79,7 @@ class Redis:
         self.process.wait(10)
 
     def queued(self) -> int:
-        return int(self.client().llen("celery"))
+        return int(self.client().llen(isolation.key_prefix() + "celery"))
 
 
 @pytest.fixture

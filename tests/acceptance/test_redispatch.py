@@ -18,8 +18,12 @@ import redis
 from durable_workflow import WorkflowStub, clock, executor
 from durable_workflow.executor import dispatch
 from durable_workflow.models import Task
+from tests import isolation
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
+
+
+QUEUE = isolation.key_prefix() + "celery"  # the Redis list of this process's queue
 
 
 @pytest.fixture
@@ -33,15 +37,15 @@ def test_a_message_waiting_in_a_backlog_is_not_sent_twice(celery_backend):
     stubs = [WorkflowStub.make("tests.sequential", f"backlog-{n}") for n in range(3)]
     for stub in stubs:
         stub.start("ada")
-    assert celery_backend.llen("celery") == 3  # three messages wait; no worker runs
+    assert celery_backend.llen(QUEUE) == 3  # three messages wait; no worker runs
     clock.advance(dt.timedelta(seconds=60))  # well past REDISPATCH_AFTER_SECONDS
     assert executor.repair_pass().redispatched == 0  # they are in the queue: in flight
-    assert celery_backend.llen("celery") == 3
+    assert celery_backend.llen(QUEUE) == 3
 
-    celery_backend.delete("celery")  # the broker loses them (a restart without persistence)
+    celery_backend.delete(QUEUE)  # the broker loses them (a restart without persistence)
     clock.advance(dt.timedelta(seconds=60))
     assert executor.repair_pass().redispatched == 3  # nothing waits: they are lost
-    assert celery_backend.llen("celery") == 3
+    assert celery_backend.llen(QUEUE) == 3
 
     clock.advance(dt.timedelta(seconds=301))  # past REDISPATCH_MAX_BACKOFF_SECONDS (300)
     assert executor.repair_pass().redispatched == 3  # a backlog that never drains

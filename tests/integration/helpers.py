@@ -117,3 +117,16 @@ def doc_block(page: str, language: str, containing: str) -> str:
     found = [block for block in blocks if containing in block]
     assert len(found) == 1, f"{len(found)} {language} blocks of {page} contain {containing!r}"
     return found[0]
+
+
+def terminate_backend(pid: int) -> None:
+    """``pg_terminate_backend`` of one backend of this test (never another session's),
+    from a connection of its own."""
+    import psycopg
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])

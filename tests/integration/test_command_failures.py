@@ -13,8 +13,7 @@ import pytest
 from django.db import DatabaseError, connection
 
 from durable_workflow.models import HistoryEvent, WorkflowSignal
-from tests.integration.helpers import start
-from tests.integration.test_handback import terminate
+from tests.integration.helpers import start, terminate_backend
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -31,7 +30,7 @@ def test_a_signal_whose_transaction_dies_is_refused_whole(inline):
     def kill_before_the_last_query(execute, sql, params, many, context):
         if 'UPDATE "durable_workflow_run"' in sql and not killed:
             killed.append(connection.connection.info.backend_pid)
-            terminate(killed[0])
+            terminate_backend(killed[0])
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(kill_before_the_last_query), pytest.raises(DatabaseError):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -20,7 +19,7 @@ import durable_workflow as dw
 from durable_workflow import Activity, Workflow, executor
 from durable_workflow.executor import dispatch, sticky
 from durable_workflow.models import ActivityAttempt, Task
-from tests.integration.helpers import Recorder, start
+from tests.integration.helpers import Recorder, start, terminate_backend
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -28,15 +27,6 @@ pytestmark = [
 ]
 
 _killed: list[int] = []
-
-
-def terminate(pid: int) -> None:
-    """``pg_terminate_backend`` of one backend of this test, from a connection of its own."""
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    with psycopg.connect(**params, autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
 class KillsItsConnection(Activity):
@@ -50,7 +40,7 @@ class KillsItsConnection(Activity):
             connection.ensure_connection()
             pid = connection.connection.info.backend_pid
             _killed.append(pid)
-            terminate(pid)
+            terminate_backend(pid)
         return value + 1
 
 

@@ -62,6 +62,14 @@ class WorkflowOrmAccessError(DurableWorkflowError, RuntimeError):
     """A workflow body touched the database, which would break determinism."""
 
 
+#: What to do about a non-deterministic run, said with the error wherever it is shown.
+NON_DETERMINISM_HINT = (
+    "If the workflow's code changed while this run was open, guard the change with "
+    "dw.patched() or dw.get_version() (docs/how-to/versioning.md) and deploy it, then "
+    "repair the run (python manage.py workflow_repair --instance-id <id>)"
+)
+
+
 class NonDeterminismError(DurableWorkflowError):
     """Replayed code asked for something other than what history recorded."""
 
@@ -76,7 +84,7 @@ class NonDeterminismError(DurableWorkflowError):
         )
         if detail:
             text += f" ({detail})"
-        super().__init__(text)
+        super().__init__(text + ". " + NON_DETERMINISM_HINT)
 
 
 class QueryCommandError(DurableWorkflowError):

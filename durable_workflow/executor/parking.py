@@ -78,4 +78,6 @@ def park(
         WORKFLOW_TASK_FAILED,
         {"exception_class": info.exception_class, "message": info.message, "reason": reason},
     )
-    logger.error("workflow task %s of run %s failed (%s): %s", task_id, run.id, reason, error)
+    logger.error(
+        "workflow %s: workflow task %s failed (%s): %s", run.label(), task_id, reason, error
+    )

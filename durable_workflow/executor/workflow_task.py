@@ -305,9 +305,9 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
             # The activity's result still commits; the interrupt goes on after that.
             eager.interrupt_after_commit(exc)
         elif isinstance(exc, (StructuralLimitExceeded, *TASK_FAILURES)):
-            logger.info("workflow task of run %s goes to a regular task: %s", run.id, exc)
+            logger.info("workflow %s: its task goes to a regular task: %s", run.label(), exc)
         else:
-            logger.exception("workflow task of run %s could not continue in place", run.id)
+            logger.exception("workflow %s: its task could not continue in place", run.label())
         for field in dataclasses.fields(before):
             setattr(run, field.name, getattr(before, field.name))
         return False

@@ -53,6 +53,10 @@ class RunRecord:
     def history_length(self) -> int:
         return self.next_sequence - 1
 
+    def label(self) -> str:
+        """How log lines name the run: what a person knows (type and instance) first."""
+        return f"{self.workflow_type} instance {self.instance_id!r} (run {self.id})"
+
     def set(self, **changes: Any) -> None:
         for key, value in changes.items():
             setattr(self, key, value)

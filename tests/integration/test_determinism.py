@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from durable_workflow import executor
@@ -33,7 +35,7 @@ def test_resume_after_every_step_never_reruns_activities(inline):
     assert Invocation.objects.filter(name="add").count() == 6
 
 
-def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypatch):
+def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypatch, caplog):
     stub = start("tests.sequential", "nd-1", "ada")
     assert run_next(stub, "workflow") == "completed"
     assert run_next(stub, "activity") == "completed"
@@ -44,7 +46,12 @@ def test_changed_code_fails_the_task_and_leaves_the_run_intact(inline, monkeypat
 
     monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)  # a timer now sits at step 2
     sticky.cache.clear()  # a deploy restarts workers: no warm bodies of the old code survive
-    assert run_next(stub, "workflow") == "failed"
+    with caplog.at_level(logging.ERROR, logger="durable_workflow"):
+        assert run_next(stub, "workflow") == "failed"
+    # The worker's log line names what a person knows, and the error says what to do.
+    [line] = [r.getMessage() for r in caplog.records if "workflow task" in r.getMessage()]
+    assert line.startswith(f"workflow tests.sequential instance 'nd-1' (run {stub.run_id()}):")
+    assert "dw.patched()" in line and "workflow_repair --instance-id" in line
     stub.refresh()
     assert stub.status() == "pending"  # not failed, not corrupted
     assert HistoryEvent.objects.filter(run_id=stub.run_id()).count() == history_len

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := durable_workflow tests example_project reliability
 
-.PHONY: venv example test test-all lint typecheck
+.PHONY: venv example test test-all lint typecheck docs docs-serve docs-screenshots
 
 venv: $(STAMP)
 
@@ -34,6 +34,26 @@ lint: venv typecheck
 typecheck: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The documentation site from docs/ and mkdocs.yml, into site/ (strict: a broken link,
+# anchor or API page fails the build). docs-serve rebuilds on change at 127.0.0.1:8000.
+DOCS_STAMP := $(VENV)/.installed-docs
+export NO_MKDOCS_2_WARNING := 1
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS_STAMP)
+	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+
+# The admin screenshots in docs/images/admin are taken by the browser test.
+docs-screenshots: venv
+	DW_SCREENSHOT_DIR=$(CURDIR)/docs/images/admin DW_TEST_DB=sqlite PYTHONPATH=. \
+		$(BIN)/python -m pytest tests/browser -q
 
 # Benchmarks against bare Celery and DBOS (needs the local PostgreSQL and Redis).
 .PHONY: bench

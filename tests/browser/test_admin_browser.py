@@ -15,6 +15,9 @@ from tests.integration.helpers import start
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = os.environ.get("DW_CHROMIUM", "/usr/bin/chromium")
+#: Where the test saves the admin screenshots the documentation shows (`make
+#: docs-screenshots` sets it to docs/images/admin); unset, none are saved.
+SCREENSHOTS = os.environ.get("DW_SCREENSHOT_DIR")
 LAUNCH_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -67,6 +70,12 @@ def served(settings, request):
     return request.getfixturevalue("live_server")
 
 
+def screenshot(page, name: str) -> None:
+    if SCREENSHOTS:
+        os.makedirs(SCREENSHOTS, exist_ok=True)
+        page.screenshot(path=os.path.join(SCREENSHOTS, f"{name}.png"), full_page=False)
+
+
 def test_open_a_timeline_and_cancel_the_run(served, inline):
     User.objects.create_superuser("operator", "op@example.com", "s3cret-pass")
     stub = start("tests.approval", "browser-run", "signal")
@@ -80,7 +89,9 @@ def test_open_a_timeline_and_cancel_the_run(served, inline):
         page.fill("#id_username", "operator")
         page.fill("#id_password", "s3cret-pass")
         page.click("input[type=submit]")
+        page.set_viewport_size({"width": 1280, "height": 800})
         page.wait_for_selector("#dw-timeline")
+        screenshot(page, "run-timeline")
         timeline = page.inner_text("#dw-timeline")
         start_arguments = page.inner_text("#event-2")
         status_before = page.inner_text("#dw-run-status")
@@ -88,11 +99,15 @@ def test_open_a_timeline_and_cancel_the_run(served, inline):
         page.click("a.dw-op-cancel")
         page.wait_for_selector("#dw-operate-form")
         page.fill("textarea[name=reason]", "cancelled from the browser test")
+        screenshot(page, "cancel-confirmation")
         page.click("#dw-confirm")
         page.wait_for_selector("#dw-timeline")
         message = page.inner_text(".messagelist")
         status_after = page.inner_text("#dw-run-status")
         timeline_after = page.inner_text("#dw-timeline")
+        page.goto(f"{served.url}/admin/durable_workflow/workflowrun/")
+        page.wait_for_selector("#result_list")
+        screenshot(page, "run-list")
 
     for event_type in ("StartAccepted", "WorkflowStarted", "SignalWaitOpened"):
         assert event_type in timeline

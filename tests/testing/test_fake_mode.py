@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from durable_workflow import WorkflowStub
+from durable_workflow import WorkflowStub, clock
 from durable_workflow.executor import dispatch, hooks
 from durable_workflow.models import ActivityAttempt, ActivityExecution, Task, Timer
 from durable_workflow.testing import LogicError, WorkflowFake, travel
@@ -78,6 +78,9 @@ def test_a_mock_that_always_raises_fails_the_activity(workflow_fake):
 
 
 def test_a_retry_with_back_off_waits_for_the_clock(workflow_fake):
+    # Frozen: "29 s later" must not become 30 when a real second passes during the test
+    # (it ran the retry early on a loaded machine).
+    clock.freeze()
     calls = []
 
     def once_failing(context):

@@ -43,6 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         help="runs still open this many seconds after the faults are stuck (quick 90, full 420)",
     )
+    parser.add_argument(
+        "--soak-workflows", type=int, default=10_000, help="soak: workflows (10,000)"
+    )
+    parser.add_argument("--soak-minutes", type=float, default=15.0, help="soak: minutes (15)")
     parser.add_argument("--output", help="JSON result path (default results/<mode>-latest.json)")
     parser.add_argument(
         "--keep", action="store_true", help="keep the run directory (cluster, logs)"
@@ -87,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         skew_seconds=args.skew,
         run_dir=run_dir,
         results_dir=config.RESULTS_DIR,
+        soak_workflows=args.soak_workflows,
+        soak_seconds=args.soak_minutes * 60,
     )
     config.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     postgres, redis = services.Postgres(run_dir), services.Redis(run_dir)
@@ -113,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": ctx.seed,
             "skew_seconds": ctx.skew_seconds,
             "drain_limit_seconds": ctx.drain_limit,
+            "soak": {"workflows": ctx.soak_workflows, "seconds": ctx.soak_seconds},
             "machine": machine_info(
                 lambda: {"postgresql_server": postgres.version(), "redis_server": redis.version()}
             ),

@@ -34,6 +34,9 @@ class Context:
     skew_seconds: float
     run_dir: pathlib.Path
     results_dir: pathlib.Path
+    #: The soak's size and length.
+    soak_workflows: int = 10_000
+    soak_seconds: float = 15 * 60
 
     def log(self, message: str) -> None:
         print(f"  · {message}", flush=True)

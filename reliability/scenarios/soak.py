@@ -13,8 +13,6 @@ from reliability.lab import Context, Lab, Scenario
 from reliability.load import Shape, Workload
 from reliability.scenarios import faults
 
-SECONDS = 15 * 60
-COUNT = 10_000
 #: Lighter than the other scenarios' orders so 10,000 fit in 15 minutes on small
 #: machines; every tenth also has a child workflow and a wider fan-out.
 LIGHT = Shape(steps=1, timer_seconds=1, fan=2, child=False)
@@ -22,10 +20,9 @@ FULL = Shape(steps=2, timer_seconds=2, fan=4, child=True)
 
 
 def workload(ctx: Context) -> Workload:
-    del ctx
     return Workload(
-        count=COUNT,
-        spread_seconds=SECONDS - 60,
+        count=ctx.soak_workflows,
+        spread_seconds=ctx.soak_seconds - 60,
         shape_of=lambda n: FULL if n % 10 == 0 else LIGHT,
         prefix="soak",
     )
@@ -41,23 +38,20 @@ FAULTS = (
 
 
 def inject(lab: Lab) -> None:
+    """Random faults; RSS is sampled from here until the checks (through the drain)."""
     samples: list[dict[str, Any]] = []
-    lab.notes["rss"] = samples
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(lab, samples, stop), daemon=True)
+    lab.notes.update(rss=samples, stop_sampling=stop)
     sampler.start()
-    try:
-        while lab.elapsed() < SECONDS - 60:
-            lab.sleep(lab.rng.uniform(15, 45))
-            pick = lab.rng.random()
-            for weight, fault in FAULTS:
-                pick -= weight
-                if pick <= 0:
-                    fault(lab)
-                    break
-    finally:
-        stop.set()
-        sampler.join(timeout=15)
+    while lab.elapsed() < lab.ctx.soak_seconds - 60:
+        lab.sleep(lab.rng.uniform(15, 45))
+        pick = lab.rng.random()
+        for weight, fault in FAULTS:
+            pick -= weight
+            if pick <= 0:
+                fault(lab)
+                break
 
 
 def _sample(lab: Lab, samples: list[dict[str, Any]], stop: threading.Event) -> None:
@@ -74,6 +68,8 @@ def _sample(lab: Lab, samples: list[dict[str, Any]], stop: threading.Event) -> N
 
 def figures(lab: Lab, conn: Any) -> dict[str, Any]:
     del conn
+    if "stop_sampling" in lab.notes:
+        lab.notes["stop_sampling"].set()
     per_pid: dict[int, list[dict[str, Any]]] = {}
     for sample in lab.notes.get("rss", []):
         per_pid.setdefault(sample["pid"], []).append(sample)

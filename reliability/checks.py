@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+from benchmarks.stats import summary
 from reliability import audit, ledger
 from reliability.load import Workload
 from reliability.workflows import expected_order
@@ -145,7 +146,7 @@ def stuck_runs(conn, expected_open: tuple[str, ...] = (), limit: int = 5) -> dic
             "SELECT task_type, status, attempt_count, dispatch_count, "
             "round(extract(epoch FROM available_at - now())::numeric, 1), "
             "round(extract(epoch FROM lease_expires_at - now())::numeric, 1), "
-            "left(last_error, 300) FROM durable_workflow_task WHERE run_id = %s "
+            "left(last_error, 300), lease_owner FROM durable_workflow_task WHERE run_id = %s "
             "AND status IN ('ready', 'leased')",
             (run_id,),
         ).fetchall()
@@ -164,6 +165,7 @@ def stuck_runs(conn, expected_open: tuple[str, ...] = (), limit: int = 5) -> dic
                         "due_in_s": float(t[4]) if t[4] is not None else None,
                         "lease_left_s": float(t[5]) if t[5] is not None else None,
                         "last_error": t[6] or "",
+                        "lease_owner": t[7],
                     }
                     for t in tasks
                 ],
@@ -193,6 +195,28 @@ def executions(conn, run_dir: pathlib.Path) -> dict[str, Any]:  # type: ignore[n
             conn,
             "SELECT count(*) FROM durable_workflow_activity_execution WHERE attempt_count > 1",
         ),
+    }
+
+
+def recovery(conn, deaths: list[tuple[float, tuple[int, ...]]]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """How long the work of killed processes waited: for each lease a killed process held
+    when it died, the seconds until another process took the task back (``None``: never)."""
+    waits: list[float | None] = []
+    for at, pids in deaths:
+        rows = conn.execute(
+            "SELECT extract(epoch FROM released_db) FROM chaos_lease_audit "
+            "WHERE split_part(owner, ':', 2) = ANY(%s) AND extract(epoch FROM claimed_db) <= %s "
+            "AND (released_db IS NULL OR (extract(epoch FROM released_db) > %s "
+            "AND released_as NOT IN ('completed', 'cancelled')))",
+            ([str(p) for p in pids], at, at),
+        ).fetchall()
+        waits += [None if released is None else float(released) - at for (released,) in rows]
+    done = sorted(w for w in waits if w is not None)
+    return {
+        "deaths": len(deaths),
+        "leases_stranded": len(waits),
+        "never_taken_back": len(waits) - len(done),
+        "seconds_to_take_back": summary(done, digits=1),
     }
 
 

@@ -47,6 +47,8 @@ class Fault:
     at: float
     kind: str
     detail: str = ""
+    #: Processes the fault killed.
+    pids: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +98,8 @@ class Lab:
         #: What a scenario keeps between its fault phase and its checks.
         self.notes: dict[str, Any] = {}
 
-    def fault(self, kind: str, detail: str = "") -> None:
-        self.faults.append(Fault(time.time(), kind, detail))
+    def fault(self, kind: str, detail: str = "", pids: tuple[int, ...] = ()) -> None:
+        self.faults.append(Fault(time.time(), kind, detail, pids))
         self.ctx.log(f"fault: {kind} {detail}".rstrip())
 
     def env(self, role: str) -> dict[str, str]:
@@ -225,6 +227,7 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
             "stuck": checks.stuck_runs(conn, lab.scenario.expected_open),
             "executions": checks.executions(conn, ctx.run_dir),
             "timing": checks.timing(conn),
+            "recovery": checks.recovery(conn, [(f.at, f.pids) for f in lab.faults if f.pids]),
         }
         if lab.scenario.extra_checks:
             figures.update(lab.scenario.extra_checks(lab, conn))

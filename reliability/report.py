@@ -68,6 +68,14 @@ def _details(name: str, f: dict[str, Any]) -> None:
         f"{timing['leases_taken_before_expiry'] or 0}; timers fired early "
         f"{timing['timers_fired_early']} (worst {timing['timer_earliest_by_s']} s)"
     )
+    recovery = f.get("recovery", {})
+    if recovery.get("deaths"):
+        taken = recovery["seconds_to_take_back"]
+        print(
+            f"   {recovery['deaths']} processes killed stranded {recovery['leases_stranded']} "
+            f"leases: taken back after {taken['median']} s (median), {taken['max']} s (max); "
+            f"never: {recovery['never_taken_back']}"
+        )
     exits = f["process_exits"]
     print(
         f"   killed by the harness {exits['killed_by_harness'] or 0}; exited on their own "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from reliability import services
 from reliability.lab import Lab
+from reliability.processes import Unit
 
 
 def _lease_holders() -> set[int]:
@@ -21,17 +22,17 @@ def _lease_holders() -> set[int]:
 def kill_worker(lab: Lab) -> None:
     """SIGKILL one worker process: most often one that holds a lease (work in flight),
     else any: a solo worker, a prefork pool process, or a prefork worker's main process
-    (its pool goes with it, as ``KillMode=control-group`` does)."""
+    (its pool goes with it, as ``KillMode=control-group`` does). The fault names every
+    process that died, so the checks can time how long their leases stranded work."""
     units = [u for u in lab.supervisor.workers() if u.alive() and u.process.ready()]
     busy = _lease_holders() if lab.rng.random() < 0.7 else set()
     for unit in units:
-        pool = unit.pids()[1:]
-        victims = sorted(busy & set(pool))
-        if victims and lab.supervisor.kill_pid(unit, lab.rng.choice(victims)):
-            lab.fault("sigkill", f"pool process of {unit.name} holding a lease")
+        victims = sorted(busy & set(unit.pids()[1:]))
+        if victims and lab.supervisor.kill_pid(unit, victim := lab.rng.choice(victims)):
+            lab.fault("sigkill", f"pool process of {unit.name} holding a lease", (victim,))
             return
-        if unit.pid in busy and lab.supervisor.kill(unit):
-            lab.fault("sigkill", f"main process of {unit.name} holding a lease")
+        if unit.pid in busy:
+            _kill_main(lab, unit, "holding a lease")
             return
     if not units:
         return
@@ -39,10 +40,15 @@ def kill_worker(lab: Lab) -> None:
     if unit.spec is not None and unit.spec.pool == "prefork" and lab.rng.random() < 0.5:
         pid = lab.supervisor.kill_child(unit, lab.rng)
         if pid is not None:
-            lab.fault("sigkill", f"pool process {pid} of {unit.name}")
+            lab.fault("sigkill", f"pool process of {unit.name}", (pid,))
             return
+    _kill_main(lab, unit)
+
+
+def _kill_main(lab: Lab, unit: Unit, why: str = "") -> None:
+    dying = tuple(unit.pids())  # a prefork worker's pool goes with its main process
     if lab.supervisor.kill(unit):
-        lab.fault("sigkill", f"main process of {unit.name}")
+        lab.fault("sigkill", f"main process of {unit.name} {why}".rstrip(), dying)
 
 
 def restart_redis(lab: Lab, down_seconds: float) -> None:

@@ -104,7 +104,7 @@ TIMERS_FIRED_TWICE = "SELECT count(*) FROM chaos_timer_audit WHERE fire_count > 
 #: A task made ready again by another process than its holder (the holder's pid is in
 #: ``lease_owner``, host:pid:suffix; the releaser's in its application name, role:pid):
 #: a reclaim. Its holder giving it back (after a failed settle) is a hand-back.
-_RECLAIMED = """released_as = 'reopened'
+RECLAIMED = """released_as = 'reopened'
   AND split_part(released_by, ':', -1) <> split_part(owner, ':', 2)"""
 
 #: A lease reclaimed before it expired in real time: its expiry is the claim's or the last
@@ -114,14 +114,14 @@ SELECT task_type, count(*),
        coalesce(max(extract(epoch FROM coalesce(renewed_db, claimed_db)) + lease_seconds
                     - extract(epoch FROM released_db)), 0)
 FROM chaos_lease_audit
-WHERE {_RECLAIMED}
+WHERE {RECLAIMED}
   AND released_db < coalesce(renewed_db, claimed_db)
                     + make_interval(secs => lease_seconds - %(tolerance)s)
 GROUP BY task_type
 """
 
 LEASES_RECLAIMED = f"""
-SELECT task_type, count(*) FROM chaos_lease_audit WHERE {_RECLAIMED} GROUP BY task_type
+SELECT task_type, count(*) FROM chaos_lease_audit WHERE {RECLAIMED} GROUP BY task_type
 """
 
 LEASES_HANDED_BACK = """

@@ -220,6 +220,17 @@ def recovery(conn, deaths: list[tuple[float, tuple[int, ...]]]) -> dict[str, Any
     }
 
 
+def taken_from_live(conn) -> int:  # type: ignore[no-untyped-def]
+    """Leases another process took back while their holder still runs (it is alive now):
+    false expiries, whatever the lease's length said."""
+    from reliability.processes import alive_and_ours
+
+    owners = conn.execute(
+        f"SELECT split_part(owner, ':', 2) FROM chaos_lease_audit WHERE {audit.RECLAIMED}"
+    ).fetchall()
+    return sum(1 for (pid,) in owners if pid.isdigit() and alive_and_ours(int(pid)))
+
+
 def timing(conn) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """Timers fired early and leases given away before they expired, in database time."""
     early = conn.execute(
@@ -238,6 +249,7 @@ def timing(conn) -> dict[str, Any]:  # type: ignore[no-untyped-def]
             for by, fired, n, w in early
         ],
         "leases_reclaimed": reclaimed,
+        "leases_taken_from_live_holders": taken_from_live(conn),
         "leases_handed_back": handed_back,
         "leases_taken_before_expiry": {kind: n for kind, n, _ in taken},
         "lease_taken_earliest_by_s": round(max((float(w) for *_, w in taken), default=0.0), 2),

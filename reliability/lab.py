@@ -311,6 +311,10 @@ def judge(f: dict[str, Any]) -> list[str]:
         failures.append(f"{timing['timers_fired_early']} timers fired early")
     for kind, n in timing["leases_taken_before_expiry"].items():
         failures.append(f"{n} {kind} leases taken before they expired")
+    if timing["leases_taken_from_live_holders"]:
+        failures.append(
+            f"{timing['leases_taken_from_live_holders']} leases taken from live holders"
+        )
     for repeat in f["logs"]["repeating_after_faults"]:
         failures.append(f"{repeat['log']} kept logging: {repeat['error'][:120]}")
     if f["client"]["unsent"]:

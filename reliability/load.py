@@ -27,10 +27,13 @@ class Shape:
     timer_seconds: int = 2
     fan: int = 4
     child: bool = True
+    #: A long activity first (0: none), heartbeating every second or not.
     slow_seconds: int = 0
+    slow_heartbeats: bool = True
 
     def arguments(self, n: int) -> list[Any]:
-        return [n, self.steps, self.timer_seconds, self.fan, self.child, self.slow_seconds]
+        shape = [self.steps, self.timer_seconds, self.fan, self.child]
+        return [n, *shape, self.slow_seconds, self.slow_heartbeats]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,6 +48,11 @@ def _marked(pid: int) -> bool:
         return False
 
 
+def alive_and_ours(pid: int) -> bool:
+    """``pid`` runs and belongs to this run."""
+    return pathlib.Path(f"/proc/{pid}").exists() and _marked(pid)
+
+
 def group_members(pgid: int) -> list[int]:
     """This run's processes in the session and process group ``pgid`` (both equal the
     leader's pid for what the supervisor starts)."""

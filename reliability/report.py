@@ -64,7 +64,8 @@ def _details(name: str, f: dict[str, Any]) -> None:
     timing = f["timing"]
     print(
         f"   leases reclaimed {timing['leases_reclaimed'] or 0}, handed back "
-        f"{timing['leases_handed_back'] or 0}; taken before expiry "
+        f"{timing['leases_handed_back'] or 0}, taken from live holders "
+        f"{timing['leases_taken_from_live_holders']}; taken before expiry "
         f"{timing['leases_taken_before_expiry'] or 0}; timers fired early "
         f"{timing['timers_fired_early']} (worst {timing['timer_earliest_by_s']} s)"
     )

@@ -37,16 +37,18 @@ class Step(Activity):
 
 
 class Slow(Activity):
-    """A long activity that heartbeats every second (a lease must never be taken from it)."""
+    """A long activity, heartbeating every second or silent: either way its lease must
+    never be taken from it while it runs."""
 
     type_key = "chaos.slow"
     tries = 3
 
-    def handle(self, n: int, seconds: int) -> int:
+    def handle(self, n: int, seconds: int, heartbeats: bool) -> int:
         ledger.record("step", self.activity_id())
         for _ in range(seconds):
             time.sleep(1)
-            self.heartbeat()
+            if heartbeats:
+                self.heartbeat()
         return n
 
 
@@ -66,10 +68,17 @@ class Order(Workflow):
     signals = [SIGNAL]
 
     def handle(
-        self, n: int, steps: int, timer_seconds: int, fan: int, child: bool, slow_seconds: int
+        self,
+        n: int,
+        steps: int,
+        timer_seconds: int,
+        fan: int,
+        child: bool,
+        slow_seconds: int,
+        slow_heartbeats: bool,
     ) -> dict:
         if slow_seconds:
-            dw.activity(Slow, n, slow_seconds)
+            dw.activity(Slow, n, slow_seconds, slow_heartbeats)
         total = sum(dw.activity(Step, n, index) for index in range(steps))
         dw.timer(timer_seconds)
         token = dw.wait_signal(SIGNAL, timeout="15 minutes")
@@ -79,10 +88,16 @@ class Order(Workflow):
 
 
 def expected_order(
-    n: int, steps: int, timer_seconds: int, fan: int, child: bool, slow_seconds: int
+    n: int,
+    steps: int,
+    timer_seconds: int,
+    fan: int,
+    child: bool,
+    slow_seconds: int,
+    slow_heartbeats: bool,
 ) -> dict:
     """What ``Order.handle`` returns for these arguments."""
-    del timer_seconds, slow_seconds
+    del timer_seconds, slow_seconds, slow_heartbeats
     return {
         "n": n,
         "total": sum(n * 1000 + index for index in range(steps)),

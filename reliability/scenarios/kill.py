@@ -4,7 +4,7 @@ pool process, or a prefork worker's main process); the supervisor replaces it.""
 from __future__ import annotations
 
 from reliability.lab import Context, Lab, Scenario
-from reliability.load import Workload
+from reliability.load import Shape, Workload
 from reliability.scenarios import faults
 
 
@@ -12,8 +12,17 @@ def _seconds(ctx: Context) -> float:
     return 30 if ctx.quick else 120
 
 
+#: Every tenth order starts with a 45-s activity that never heartbeats: longer than a
+#: short lease, so only the engine keeping the lease of a live process saves it.
+SILENT = Shape(slow_seconds=45, slow_heartbeats=False)
+
+
 def workload(ctx: Context) -> Workload:
-    return Workload(count=40 if ctx.quick else 200, spread_seconds=_seconds(ctx) - 5)
+    return Workload(
+        count=40 if ctx.quick else 200,
+        spread_seconds=_seconds(ctx) - 5,
+        shape_of=lambda n: SILENT if n % 10 == 5 else Shape(),
+    )
 
 
 def inject(lab: Lab) -> None:
@@ -25,7 +34,8 @@ def inject(lab: Lab) -> None:
 
 SCENARIO = Scenario(
     name="kill",
-    title="worker SIGKILL every 3-6 s (main processes and prefork pool processes)",
+    title="worker SIGKILL every 3-6 s (main processes and prefork pool processes); "
+    "every tenth order runs a silent 45-s activity",
     workload=workload,
     inject=inject,
 )

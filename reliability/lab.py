@@ -64,7 +64,7 @@ class Scenario:
         ("pre", "prefork", 2),
     ]
     #: Engine settings that differ from the defaults (stated in the report).
-    engine_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    engine_settings: Callable[[Context], dict[str, Any]] = lambda ctx: {}
     #: Clock offsets by worker name (seconds), for the clock scenario.
     clock_offsets: Callable[[Context], dict[str, float]] = lambda ctx: {}
     #: More supervised processes (schedule tickers, celery beat).
@@ -103,7 +103,7 @@ class Lab:
         self.ctx.log(f"fault: {kind} {detail}".rstrip())
 
     def env(self, role: str) -> dict[str, str]:
-        extra = {"DW_CHAOS_ENGINE_SETTINGS": json.dumps(self.scenario.engine_settings)}
+        extra = {"DW_CHAOS_ENGINE_SETTINGS": json.dumps(self.engine_settings)}
         return base_env(role, **extra)
 
     def add_worker(self, name: str, pool: str, concurrency: int | None) -> Unit:
@@ -135,6 +135,10 @@ class Lab:
 
     def until(self, seconds_from_start: float) -> None:
         self.sleep(self.started + seconds_from_start - time.time())
+
+    @property
+    def engine_settings(self) -> dict[str, Any]:
+        return self.scenario.engine_settings(self.ctx)
 
     @property
     def drain_limit(self) -> float:
@@ -241,7 +245,7 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
     }
     figures["process_exits"] = _exits(lab)
     figures["logs"] = logscan.scan(lab.log_dir, quiet_from)
-    figures["engine_settings"] = lab.scenario.engine_settings
+    figures["engine_settings"] = lab.engine_settings
     scenario = lab.scenario
     figures["failures"] = judge(figures) + (scenario.judge(figures) if scenario.judge else [])
     figures["warnings"] = warnings(figures) + (scenario.warn(figures) if scenario.warn else [])

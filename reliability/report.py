@@ -82,7 +82,7 @@ def _details(name: str, f: dict[str, Any]) -> None:
         f"   killed by the harness {exits['killed_by_harness'] or 0}; exited on their own "
         f"{exits['exited_on_their_own'] or 0}; client calls retried {f['client']['errors_retried']}"
     )
-    for key in ("schedules", "scheduled_runs", "poison", "rss"):
+    for key in ("schedules", "scheduled_runs", "poison", "poison_runs", "rss"):
         if key in f:
             print(f"   {key}: {f[key]}")
     for failure in f["failures"]:

@@ -12,9 +12,9 @@ def _seconds(ctx: Context) -> float:
     return 30 if ctx.quick else 120
 
 
-#: Every tenth order starts with a 45-s activity that never heartbeats: longer than a
-#: short lease, so only the engine keeping the lease of a live process saves it.
-SILENT = Shape(slow_seconds=45, slow_heartbeats=False)
+#: Every tenth order starts with a 35-s activity that never heartbeats: longer than the
+#: default lease (30 s), so only the engine keeping the lease of a live process saves it.
+SILENT = Shape(slow_seconds=35, slow_heartbeats=False)
 
 
 def workload(ctx: Context) -> Workload:
@@ -35,7 +35,7 @@ def inject(lab: Lab) -> None:
 SCENARIO = Scenario(
     name="kill",
     title="worker SIGKILL every 3-6 s (main processes and prefork pool processes); "
-    "every tenth order runs a silent 45-s activity",
+    "every tenth order runs a silent 35-s activity",
     workload=workload,
     inject=inject,
 )

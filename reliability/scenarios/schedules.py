@@ -17,7 +17,7 @@ LOCK_KEY = ":1:durable_workflow:schedule_tick"
 
 
 def _seconds(ctx: Context) -> float:
-    return 40 if ctx.quick else 120
+    return 30 if ctx.quick else 120
 
 
 def workload(ctx: Context) -> Workload:

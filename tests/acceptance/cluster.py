@@ -36,6 +36,7 @@ class Cluster:
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self._as_postgres = os.geteuid() == 0
+        self._started = False
         if self._as_postgres:
             account = pwd.getpwnam("postgres")
             os.chown(self.root, account.pw_uid, account.pw_gid)
@@ -46,8 +47,29 @@ class Cluster:
         subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+        """Start on ``self.port``; on a first start, move to another free port if a
+        concurrent run took this one meanwhile (restarts keep the port)."""
+        for _ in PORTS:
+            options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            try:
+                self._run(
+                    "pg_ctl",
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.log),
+                    "-o",
+                    options,
+                    "-w",
+                    "start",
+                )
+                self._started = True
+                return
+            except subprocess.CalledProcessError:
+                if self._started:
+                    raise
+                self.port = free_port()
+        raise RuntimeError("no free port among 5441-5449 for a private PostgreSQL")
 
     def crash(self) -> None:
         """``pg_ctl stop -m immediate``: every backend dies at once, nothing is flushed."""

@@ -19,9 +19,15 @@ def present() -> bool:
 
 class PgBouncer:
     def __init__(self, *, mode: str = "transaction", pool_size: int = 2) -> None:
-        self.port = free_port()
         self.root = pathlib.Path(tempfile.mkdtemp(prefix="dw-pgbouncer-"))
         (self.root / "users.txt").write_text('"postgres" ""\n')
+        for _ in range(5):  # a concurrent run may take the free port first: try another
+            self.port = free_port()
+            if self._start(mode, pool_size):
+                return
+        raise RuntimeError("pgbouncer did not start")
+
+    def _start(self, mode: str, pool_size: int) -> bool:
         (self.root / "pgbouncer.ini").write_text(
             "[databases]\n"
             "* = host=127.0.0.1 port=5432\n"
@@ -44,12 +50,15 @@ class PgBouncer:
             for path in (self.root, *self.root.iterdir()):
                 os.chown(path, account.pw_uid, account.pw_gid)
             command += ["-u", "postgres"]
-        subprocess.run([*command, str(self.root / "pgbouncer.ini")], check=True, timeout=30)
+        done = subprocess.run([*command, str(self.root / "pgbouncer.ini")], timeout=30)
+        if done.returncode != 0:
+            return False
         deadline = time.monotonic() + 10
         while not (self.root / "pgbouncer.pid").exists():
             if time.monotonic() > deadline:
-                raise RuntimeError("pgbouncer did not start")
+                return False
             time.sleep(0.05)
+        return True
 
     def stop(self) -> None:
         pidfile = self.root / "pgbouncer.pid"

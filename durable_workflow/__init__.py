@@ -17,9 +17,14 @@ from durable_workflow.authoring.composition import (
     parallel,
     run_async,
     select,
+    start_child,
 )
 from durable_workflow.authoring.decorators import query, signal, update
-from durable_workflow.authoring.handles import ChildWorkflowHandle
+from durable_workflow.authoring.handles import (
+    ChildWorkflowHandle,
+    ExternalWorkflowHandle,
+    external_workflow,
+)
 from durable_workflow.authoring.helpers import (
     activity,
     days,
@@ -149,6 +154,7 @@ __all__ = [
     "DuplicateStartPolicy",
     "DurableOperationCancelled",
     "DurableWorkflowError",
+    "ExternalWorkflowHandle",
     "InvalidDurationError",
     "InvalidInstanceIdError",
     "InvalidValueError",
@@ -207,6 +213,7 @@ __all__ = [
     "execute_activity",
     "execute_child_workflow",
     "execute_local_activity",
+    "external_workflow",
     "get_version",
     "hours",
     "local_activity",
@@ -222,6 +229,7 @@ __all__ = [
     "select",
     "side_effect",
     "signal",
+    "start_child",
     "timer",
     "update",
     "upsert_memo",

@@ -136,21 +136,37 @@ class ParentClosePolicy(StrEnum):
 
 @dataclass(frozen=True)
 class ChildWorkflowOptions:
-    """How a child workflow is routed, and what happens to it when the parent closes."""
+    """How a child workflow is named and routed, and what happens to it when the parent
+    closes.
+
+    ``instance_id`` names the child (validated like any instance id); by default it is
+    derived from the parent run and the step (``{parent_run_id}:child:{step}``). The
+    id must be free: a child cannot join a run it did not start, so an id already used
+    by any workflow makes the start fail with ``WorkflowAlreadyStartedError``
+    (``reject_duplicate``).
+    """
 
     parent_close_policy: ParentClosePolicy = ParentClosePolicy.ABANDON
     queue: str | None = None
     connection: str | None = None
+    instance_id: str | None = None
 
     def __post_init__(self) -> None:
+        from durable_workflow.ids import validate_instance_id
+
         object.__setattr__(self, "parent_close_policy", ParentClosePolicy(self.parent_close_policy))
+        if self.instance_id is not None:
+            object.__setattr__(self, "instance_id", validate_instance_id(self.instance_id))
 
     def snapshot(self) -> dict[str, Any]:
-        return {
+        snapshot: dict[str, Any] = {
             "parent_close_policy": str(self.parent_close_policy),
             "queue": self.queue,
             "connection": self.connection,
         }
+        if self.instance_id is not None:
+            snapshot["instance_id"] = self.instance_id
+        return snapshot
 
 
 def _name_or_none(name: str, value: Any) -> str | None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from durable_workflow import registry
+from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.helpers import _runtime, _split_options
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.calls import Call
@@ -17,6 +18,32 @@ from durable_workflow.engine.selection import SelectionResult
 from durable_workflow.options import ChildWorkflowOptions
 
 T = TypeVar("T")
+
+
+def _child_call(
+    helper: str, workflow: type | str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``child()`` and ``start_child()`` hand the runtime."""
+    options, args = _split_options(args, kwargs.pop("options", None), ChildWorkflowOptions)
+    result_type = kwargs.pop("result_type", None)
+    options = options or ChildWorkflowOptions()
+    if isinstance(workflow, str):
+        cls = registry.workflow_class(workflow)
+    elif isinstance(workflow, type) and getattr(workflow, "type_key", None):
+        cls = workflow
+    else:
+        raise TypeError(f"{helper}() takes a Workflow subclass or a type key, not {workflow!r}")
+    snapshot = options.snapshot()
+    snapshot["queue"] = snapshot["queue"] or getattr(cls, "queue", None)
+    snapshot["connection"] = snapshot["connection"] or getattr(cls, "connection", None)
+    key = str(cls.type_key)  # type: ignore[attr-defined]
+    return {
+        "workflow_type": key,
+        "workflow_class": class_path(cls),
+        "arguments": bind_call(cls, args, kwargs, f"{helper}({key})"),
+        "options": snapshot,
+        "result_type": result_hint(cls, result_type),
+    }
 
 
 @overload
@@ -45,29 +72,54 @@ def child(workflow: type | str, /, *args: Any, **kwargs: Any) -> Any:
     """Start a child workflow and return its result (or raise its failure).
 
     Raises ``ChildWorkflowFailed``, ``ChildWorkflowCancelled`` or
-    ``ChildWorkflowTerminated`` when the child does not complete. Arguments and
-    the result are typed by the child's ``handle()`` (or ``result_type=``).
+    ``ChildWorkflowTerminated`` when the child does not complete, and
+    ``WorkflowAlreadyStartedError`` when ``options.instance_id`` is taken.
+    Arguments and the result are typed by the child's ``handle()`` (or
+    ``result_type=``).
     """
     runtime = _runtime("child")
-    options, args = _split_options(args, kwargs.pop("options", None), ChildWorkflowOptions)
-    result_type = kwargs.pop("result_type", None)
-    options = options or ChildWorkflowOptions()
-    if isinstance(workflow, str):
-        cls = registry.workflow_class(workflow)
-    elif isinstance(workflow, type) and getattr(workflow, "type_key", None):
-        cls = workflow
-    else:
-        raise TypeError(f"child() takes a Workflow subclass or a type key, not {workflow!r}")
-    snapshot = options.snapshot()
-    snapshot["queue"] = snapshot["queue"] or getattr(cls, "queue", None)
-    snapshot["connection"] = snapshot["connection"] or getattr(cls, "connection", None)
-    return runtime.start_child(
-        workflow_type=str(cls.type_key),  # type: ignore[attr-defined]
-        workflow_class=class_path(cls),
-        arguments=bind_call(cls, args, kwargs, f"child({cls.type_key})"),  # type: ignore[attr-defined]
-        options=snapshot,
-        result_type=result_hint(cls, result_type),
-    )
+    return runtime.start_child(**_child_call("child", workflow, args, kwargs))
+
+
+@overload
+def start_child(
+    workflow: type[Handles[P, R]],
+    options: ChildWorkflowOptions,
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> ChildWorkflowHandle[R]: ...
+@overload
+def start_child(
+    workflow: type[Handles[P, R]], /, *args: P.args, **kwargs: P.kwargs
+) -> ChildWorkflowHandle[R]: ...
+@overload
+def start_child(
+    workflow: type[Handles[..., Any]] | str,
+    /,
+    *args: Any,
+    result_type: type[T],
+    options: ChildWorkflowOptions | None = None,
+) -> ChildWorkflowHandle[T]: ...
+@overload
+def start_child(
+    workflow: type[Handles[..., R]], /, *args: Any, options: ChildWorkflowOptions
+) -> ChildWorkflowHandle[R]: ...
+@overload
+def start_child(
+    workflow: str, /, *args: Any, options: ChildWorkflowOptions | None = None
+) -> ChildWorkflowHandle[Any]: ...
+def start_child(workflow: type | str, /, *args: Any, **kwargs: Any) -> ChildWorkflowHandle[Any]:
+    """Start a child workflow and return once it has started: a handle on it.
+
+    The handle knows the child's instance id and run id; ``handle.result()`` waits
+    for it later (the handle is also a member of ``dw.all()`` / ``dw.select()``),
+    ``handle.signal()`` and ``handle.cancel()`` talk to it. Raises
+    ``WorkflowAlreadyStartedError`` when ``options.instance_id`` is taken.
+    """
+    runtime = _runtime("start_child")
+    op = runtime.start_child(**_child_call("start_child", workflow, args, kwargs), wait=False)
+    return ChildWorkflowHandle(runtime, op)
 
 
 execute_child_workflow = child

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
-from durable_workflow.authoring import composition, decorators, helpers, sessions
+from durable_workflow.authoring import composition, decorators, handles, helpers, sessions
 from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.authoring.saga import SagaMixin
@@ -76,16 +76,16 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
         """The id of the run (execution generation) being executed."""
         return self._runtime().run_id
 
-    def last_child(self) -> ChildWorkflowHandle | None:
+    def last_child(self) -> ChildWorkflowHandle[Any] | None:
         """A handle on the most recently started child workflow, if any."""
         runtime = self._runtime()
-        steps = runtime.child_steps()
-        return ChildWorkflowHandle(runtime, steps[-1]) if steps else None
+        started = runtime.children()
+        return ChildWorkflowHandle(runtime, started[-1]) if started else None
 
-    def children(self) -> list[ChildWorkflowHandle]:
+    def children(self) -> list[ChildWorkflowHandle[Any]]:
         """Handles on every child started so far, in step order."""
         runtime = self._runtime()
-        return [ChildWorkflowHandle(runtime, step) for step in runtime.child_steps()]
+        return [ChildWorkflowHandle(runtime, op) for op in runtime.children()]
 
     def messages(self, stream_key: str = DEFAULT_STREAM) -> MessageStream:
         """The message stream ``stream_key`` of this instance."""
@@ -132,6 +132,8 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
     wait_with_timeout = staticmethod(helpers.wait_with_timeout)
     child = staticmethod(_untyped(composition.child))
     execute_child_workflow = staticmethod(_untyped(composition.execute_child_workflow))
+    start_child = staticmethod(_untyped(composition.start_child))
+    external_workflow = staticmethod(handles.external_workflow)
     all = staticmethod(composition.all)
     parallel = staticmethod(composition.parallel)
     select = staticmethod(composition.select)

@@ -41,17 +41,31 @@ class StartChild:
     workflow_class: str
     arguments: Envelope
     options: dict[str, Any]
+    #: The child's instance id: ``ChildWorkflowOptions.instance_id``, or derived from
+    #: the parent run and the step.
+    instance_id: str
     group: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class SignalChild:
-    """Signal a child workflow; recorded as a side-effect step so replay never resends."""
+class SignalExternal:
+    """Signal another workflow; the executor records ``ExternalSignalSent`` with the outcome."""
 
     step: int
     instance_id: str
+    run_id: str | None
     signal_name: str
     arguments: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class CancelExternal:
+    """Ask another workflow to cancel; recorded as ``ExternalCancelRequested``."""
+
+    step: int
+    instance_id: str
+    run_id: str | None
+    reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +222,8 @@ class CompleteUpdate:
 Command = (
     ScheduleActivity
     | StartChild
-    | SignalChild
+    | SignalExternal
+    | CancelExternal
     | CancelActivity
     | RecordSelection
     | RecordVersionMarker

@@ -49,6 +49,8 @@ class EventType(StrEnum):
     CHILD_RUN_FAILED = "ChildRunFailed"
     CHILD_RUN_CANCELLED = "ChildRunCancelled"
     CHILD_RUN_TERMINATED = "ChildRunTerminated"
+    #: A child the body started under an instance id that was already taken.
+    CHILD_WORKFLOW_START_REJECTED = "ChildWorkflowStartRejected"
     PARENT_CLOSE_POLICY_APPLIED = "ParentClosePolicyApplied"
     PARENT_CLOSE_POLICY_FAILED = "ParentClosePolicyFailed"
     SELECTION_RESOLVED = "SelectionResolved"
@@ -60,6 +62,9 @@ class EventType(StrEnum):
     MESSAGE_SENT = "MessageSent"
     MEMO_UPSERTED = "MemoUpserted"
     SEARCH_ATTRIBUTES_UPSERTED = "SearchAttributesUpserted"
+    #: A signal / cancel request the body sent to another workflow, with its outcome.
+    EXTERNAL_SIGNAL_SENT = "ExternalSignalSent"
+    EXTERNAL_CANCEL_REQUESTED = "ExternalCancelRequested"
 
 
 #: Events written because the body asked for something; keyed by step. (A
@@ -77,7 +82,15 @@ COMMAND_EVENTS = frozenset(
         EventType.SEARCH_ATTRIBUTES_UPSERTED,
         EventType.MESSAGE_CURSOR_ADVANCED,
         EventType.MESSAGE_SENT,
+        EventType.EXTERNAL_SIGNAL_SENT,
+        EventType.EXTERNAL_CANCEL_REQUESTED,
     }
+)
+
+#: Command events that also carry the command's outcome, recorded in the same workflow
+#: task: the body waits at the step and resumes when the event is delivered.
+OUTCOME_COMMAND_EVENTS = frozenset(
+    {EventType.EXTERNAL_SIGNAL_SENT, EventType.EXTERNAL_CANCEL_REQUESTED}
 )
 
 #: Inputs from outside the body that are not tied to a step.
@@ -97,6 +110,7 @@ RESOLUTION_EVENTS = frozenset(
         EventType.CHILD_RUN_FAILED,
         EventType.CHILD_RUN_CANCELLED,
         EventType.CHILD_RUN_TERMINATED,
+        EventType.CHILD_WORKFLOW_START_REJECTED,
     }
 )
 

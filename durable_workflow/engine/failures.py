@@ -22,6 +22,7 @@ from durable_workflow.engine.exception_types import class_path
 from durable_workflow.exceptions import (
     ActivityFailed,
     ChildWorkflowCancelled,
+    CommandRejected,
     DurableOperationCancelled,
     DurableWorkflowError,
     NonRetryableError,
@@ -35,10 +36,12 @@ _combined_lock = threading.Lock()
 
 #: What fails a run whatever the workflow declares: a failure that arrived durably (an
 #: activity or child that failed, timed out or was cancelled, a cancelled ``select()``
-#: member) and a ``NonRetryableError`` raised on purpose.
+#: member, a command to another workflow that history records as rejected, a child
+#: start refused) and a ``NonRetryableError`` raised on purpose.
 RUN_FAILURES: tuple[type[BaseException], ...] = (
     ActivityFailed,
     ChildWorkflowCancelled,
+    CommandRejected,
     DurableOperationCancelled,
     NonRetryableError,
 )

@@ -39,6 +39,7 @@ class Groups:
         self._collector = collector
         self._limits = limits
         self._waits = waits
+        self._waiting_selects = 0  # selects over started operations only, so far
 
     # ------------------------------------------------------------- collecting
     def _collect(self, members: Iterable[Any]) -> list[Call | Group]:
@@ -62,11 +63,15 @@ class Groups:
         return calls
 
     def _start_leaves(self, calls: list[Call | Group], prefix: str) -> list[Call]:
-        """Start every leaf at consecutive steps, each tagged with its group metadata."""
+        """Start every leaf at consecutive steps, each tagged with its group metadata.
+
+        A leaf that started before the group (a child handle's result) is only waited
+        for: it takes no step and gets no metadata. Returns every leaf.
+        """
         base = self._core.ledger.step + 1
         tagged = _tag(calls, prefix, base)
         leaves = [leaf for leaf, _ in tagged]
-        if self._core.ledger.recorded(base) is None:  # a new group, not a replayed one
+        if leaves and self._core.ledger.recorded(base) is None:  # a new group, not replayed
             self._limits.check_batch(len(leaves))
             activities = sum(1 for leaf in leaves if leaf.kind == "activity")
             children = sum(1 for leaf in leaves if leaf.kind == "child")
@@ -76,7 +81,7 @@ class Groups:
                 self._limits.check_pending("pending_child_count", children)
         for leaf, meta in tagged:
             leaf.future = leaf.start(meta)
-        return leaves
+        return Group(list(calls)).leaves()
 
     # -------------------------------------------------------------------- all
     def run_all(self, members: Iterable[Any]) -> Any:
@@ -129,10 +134,14 @@ class Groups:
             raise TypeError("select() cannot be a member of another group")
         keys, items = _keyed(members)
         calls = self._collect(items)
+        fresh = [leaf for leaf in Group(list(calls)).leaves() if leaf.future is None]
         leaves = self._start_leaves(calls, "select-calls")
-        first = leaves[0].future
-        assert first is not None
-        group_id = f"select-calls:{first.step}:{len(leaves)}"
+        if fresh:
+            assert fresh[0].future is not None
+            group_id = f"select-calls:{fresh[0].future.step}:{len(leaves)}"
+        else:  # only operations started earlier: no step of its own to name it by
+            self._waiting_selects += 1
+            group_id = f"select-started:{self._core.ledger.step}:{self._waiting_selects}"
         handles = {
             key: OperationHandle(self._core, self._waits, key, index, call, group_id)
             for index, (key, call) in enumerate(zip(keys, calls, strict=True))
@@ -179,7 +188,7 @@ def _keyed(members: Any) -> tuple[list[Any], list[Any]]:
 
 def _tag(calls: list[Call | Group], prefix: str, base: int) -> list[tuple[Call, dict[str, Any]]]:
     """Pair each leaf with its group metadata; nested groups extend the leaf's path."""
-    leaves = Group(list(calls)).leaves()
+    leaves = [leaf for leaf in Group(list(calls)).leaves() if leaf.future is None]
     kinds = {leaf.kind for leaf in leaves}
     group_id = f"{prefix}:{base}:{len(leaves)}"
     common = {
@@ -194,9 +203,11 @@ def _tag(calls: list[Call | Group], prefix: str, base: int) -> list[tuple[Call, 
         position = start
         for member in members:
             if isinstance(member, Group):
-                size = len(member.leaves())
+                size = sum(1 for leaf in member.leaves() if leaf.future is None)
                 position = walk(member.members, [*path, f"group:{position}:{size}"], position)
                 continue
+            if member.future is not None:
+                continue  # started before the group: only waited for
             meta = {**common, "parallel_group_index": position - base, "parallel_group_path": path}
             out.append((member, meta))
             position += 1

@@ -24,6 +24,7 @@ from durable_workflow.exceptions import (
     ChildWorkflowTerminated,
     DurableWorkflowError,
     PayloadCodecError,
+    WorkflowAlreadyStartedError,
 )
 
 #: Decodes a result envelope into a declared type (None: as stored).
@@ -70,6 +71,14 @@ class Operation:
         child_error = _CHILD_ERRORS.get(kind)
         if child_error is not None:
             return None, failures.rebuild(child_error, payload)
+        if kind == EventType.CHILD_WORKFLOW_START_REJECTED:
+            return None, WorkflowAlreadyStartedError(
+                str(payload.get("outcome") or "rejected_duplicate"),
+                payload.get("rejection_reason"),
+                f"child workflow {payload.get('child_instance_id')!r} was not started: "
+                f"the instance id is already taken",
+                instance_id=payload.get("child_instance_id"),
+            )
         if kind == EventType.ACTIVITY_TIMED_OUT:
             error = failures.rebuild(ActivityTimeoutError, payload)
             error._timeout_kind = payload.get("timeout_kind")  # type: ignore[attr-defined]
@@ -95,8 +104,44 @@ class TimerOp(Operation):
 
 
 class ChildOp(Operation):
-    __slots__ = ()
+    """A child workflow: started (its run known, or refused), then closed."""
+
+    __slots__ = ("instance_id", "started")
     kind = "child"
+
+    def __init__(
+        self, step: int, name: str | None, instance_id: str, result_type: Any = None
+    ) -> None:
+        super().__init__(step, name, result_type)
+        self.instance_id = instance_id
+        #: Resolves with the child's first run id once history says it started (or with
+        #: the refusal, when its instance id was taken).
+        self.started = Future(step)
+
+
+class ExternalOp(Operation):
+    """A signal or cancel request sent to another workflow; settles with its outcome."""
+
+    __slots__ = ()
+
+    def settle(self, event: HistoryEvent, decode: Decode) -> Outcome:
+        payload = event.payload
+        return {
+            "outcome": payload.get("outcome"),
+            "rejection_reason": payload.get("rejection_reason"),
+            "command_id": payload.get("command_id"),
+            "run_id": payload.get("target_run_id"),
+        }, None
+
+
+class ExternalSignalOp(ExternalOp):
+    __slots__ = ()
+    kind = "external_signal"
+
+
+class ExternalCancelOp(ExternalOp):
+    __slots__ = ()
+    kind = "external_cancel"
 
 
 class WaitOp(Operation):

@@ -45,6 +45,9 @@ class Outbox:
         self.local_requests: list[LocalRequest] = []
         #: Replay without producing anything (queries and update validators).
         self.query_mode = False
+        #: The body waits for an outcome the executor records with these commands (a
+        #: child's start, a signal's outcome): feed the events back before the task ends.
+        self.refeed = False
 
     def issue(self, command: Command, recorded: HistoryEvent | None) -> None:
         """Produce ``command`` unless history already recorded its step."""
@@ -64,6 +67,11 @@ class Outbox:
         """The new commands issued since the last call, in issue order."""
         new, self._commands = self._commands, []
         return new
+
+    def take_refeed(self) -> bool:
+        """Whether the commands just taken need their events fed back (and reset it)."""
+        refeed, self.refeed = self.refeed, False
+        return refeed
 
     def close(self, command: CloseCommand) -> None:
         """The run ends with ``command`` unless it already ended."""

@@ -42,6 +42,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.converter import handle_signature
 from durable_workflow.engine import failures
 from durable_workflow.engine.calls import Collector
+from durable_workflow.engine.children import Children
 from durable_workflow.engine.commands import (
     CancelWorkflow,
     CloseCommand,
@@ -53,6 +54,7 @@ from durable_workflow.engine.commands import (
 from durable_workflow.engine.core import Core
 from durable_workflow.engine.events import (
     MESSAGE_EVENTS,
+    OUTCOME_COMMAND_EVENTS,
     RESOLUTION_EVENTS,
     EventType,
     HistoryEvent,
@@ -61,7 +63,7 @@ from durable_workflow.engine.groups import Groups
 from durable_workflow.engine.inbox import Inbox
 from durable_workflow.engine.ledger import DeterminismLedger
 from durable_workflow.engine.limits import StructuralLimits
-from durable_workflow.engine.operations import OperationTable, WaitOp
+from durable_workflow.engine.operations import ChildOp, OperationTable, WaitOp
 from durable_workflow.engine.outbox import ContinueAsNewRequested, LocalRequest, Outbox
 from durable_workflow.engine.payloads import Payloads
 from durable_workflow.engine.scheduler import Abort, Scheduler
@@ -116,6 +118,7 @@ class WorkflowRuntime:
         self._waits = waits = Waits(core)
         core.scheduler.on_idle = waits.check_conditions  # open conditions, re-checked
         self._steps = steps = Steps(core, collector, limits, waits)
+        self._children = children = Children(core, steps, limits, self.run_id)
         groups = Groups(core, collector, limits, waits)
         self._inbox = Inbox(core, waits, self._instance)
         self._streams = streams = Streams(core, self.run_id)
@@ -123,8 +126,12 @@ class WorkflowRuntime:
         # Called from body code (durable_workflow.authoring forwards to these).
         self.schedule_activity = steps.schedule_activity
         self.schedule_local_activity = steps.schedule_local_activity
-        self.start_child = steps.start_child
-        self.signal_child = steps.signal_child
+        self.start_child = children.start
+        self.child_result = children.result
+        self.child_of_step = children.of_step
+        self.children = children.started
+        self.signal_workflow = children.signal
+        self.cancel_workflow = children.cancel
         self.timer = steps.timer
         self.side_effect = steps.side_effect
         self.upsert_visibility = steps.upsert_visibility
@@ -195,6 +202,11 @@ class WorkflowRuntime:
         """The new commands issued since the last call, in issue order."""
         return self._outbox.take_commands()
 
+    def take_refeed(self) -> bool:
+        """True when the body waits for outcomes recorded with the commands just taken:
+        the executor feeds their events back in the same workflow task."""
+        return self._outbox.take_refeed()
+
     def enter_query_mode(self) -> None:
         """Replay without producing commands (queries and update validators)."""
         self._outbox.query_mode = True
@@ -240,10 +252,10 @@ class WorkflowRuntime:
             self._deliver_message(event)
         elif kind == EventType.WORKFLOW_STARTED:
             self._start(event)
+        elif kind in OUTCOME_COMMAND_EVENTS:
+            self._deliver(event)
         elif kind == EventType.CHILD_RUN_STARTED:
-            self._ledger.note_child_run(
-                int(event.payload["sequence"]), str(event.payload["child_workflow_run_id"])
-            )
+            self._child_started(event)
         elif kind == EventType.CANCEL_REQUESTED:
             if event.recorded_at is not None:
                 self._ledger.now = event.recorded_at
@@ -259,6 +271,13 @@ class WorkflowRuntime:
             event.payload["arguments"], handle_signature(self.workflow_class)
         )
         self._scheduler.spawn(self._main, *args)
+
+    def _child_started(self, event: HistoryEvent) -> None:
+        step, run_id = int(event.payload["sequence"]), str(event.payload["child_workflow_run_id"])
+        self._ledger.note_child_run(step, run_id)
+        op = self._core.ops.get(step)
+        if isinstance(op, ChildOp) and not op.started.done:
+            self._scheduler.resolve(op.started, value=run_id)
 
     def _deliver(self, event: HistoryEvent) -> None:
         """An outcome recorded in history settles the operation at its step."""
@@ -276,6 +295,8 @@ class WorkflowRuntime:
             return
         value, error = op.settle(event, self._core.payloads.decode_result)
         self._scheduler.resolve(op.future, value=value, error=error)
+        if isinstance(op, ChildOp) and not op.started.done:  # refused before it started
+            self._scheduler.resolve(op.started, error=error)
 
     def _deliver_message(self, event: HistoryEvent) -> None:
         if event.event_type == EventType.SIGNAL_RECEIVED:
@@ -353,10 +374,6 @@ class WorkflowRuntime:
         return bool(events and self.history_length() >= events) or bool(
             size and self.history_size() >= size
         )
-
-    def child_steps(self) -> list[int]:
-        """The steps of the children the body started, in order."""
-        return [op.step for op in self._core.ops.children()]
 
     def child_run_id(self, step: int) -> str | None:
         """The run id of the child started at ``step``, once history says it started."""

@@ -28,6 +28,8 @@ SIGNATURE_OF_EVENT: dict[str, Callable[[dict[str, Any]], Signature]] = {
     EventType.SEARCH_ATTRIBUTES_UPSERTED: lambda p: ("search_attributes", None),
     EventType.MESSAGE_CURSOR_ADVANCED: lambda p: ("receive", p.get("stream_key")),
     EventType.MESSAGE_SENT: lambda p: ("send_message", p.get("stream_key")),
+    EventType.EXTERNAL_SIGNAL_SENT: lambda p: ("external_signal", p.get("signal_name")),
+    EventType.EXTERNAL_CANCEL_REQUESTED: lambda p: ("external_cancel", None),
 }
 _EVENT_OF_KIND = {
     "activity": EventType.ACTIVITY_SCHEDULED,
@@ -41,6 +43,8 @@ _EVENT_OF_KIND = {
     "search_attributes": EventType.SEARCH_ATTRIBUTES_UPSERTED,
     "receive": EventType.MESSAGE_CURSOR_ADVANCED,
     "send_message": EventType.MESSAGE_SENT,
+    "external_signal": EventType.EXTERNAL_SIGNAL_SENT,
+    "external_cancel": EventType.EXTERNAL_CANCEL_REQUESTED,
 }
 
 #: History events that record a fact the runtime itself produced, and their dedupe key.

@@ -1,4 +1,4 @@
-"""The durable steps a body can take: activities, timers, side effects, waits, children.
+"""The durable steps a body can take: activities, timers, side effects, waits.
 
 Every method here runs on a body greenlet. Operations that can be members of
 ``all()`` / ``select()`` are built as a ``Call`` (see ``calls.py``) and run
@@ -15,8 +15,6 @@ from durable_workflow.engine.calls import Call, Collector, Meta
 from durable_workflow.engine.commands import (
     RecordSideEffect,
     ScheduleActivity,
-    SignalChild,
-    StartChild,
     StartTimer,
     UpsertVisibility,
 )
@@ -25,7 +23,6 @@ from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.limits import StructuralLimits
 from durable_workflow.engine.operations import (
     ActivityOp,
-    ChildOp,
     LocalActivityOp,
     Operation,
     TimerOp,
@@ -44,11 +41,6 @@ def replays_as_itself(value: Any, replayed: Any) -> bool:
     stored as the builtin by design; a record or enum needs its class declared)."""
     cls = type(value)
     return type(replayed) is cls or cls.__mro__[1] in (str, int, float, dict, list, bytes)
-
-
-def child_instance_id(run_id: object, step: int) -> str:
-    """A child's instance id: deterministic, and unique to the parent run and step."""
-    return f"{run_id}:child:{step}"
 
 
 class Steps:
@@ -70,24 +62,22 @@ class Steps:
             return call
         return self._core.scheduler.wait(call.start(None))
 
-    def _replays(self, sig: Signature) -> HistoryEvent | None:
+    def replays(self, sig: Signature) -> HistoryEvent | None:
         """History's event for the next step when it is this very call, else None."""
         ledger = self._core.ledger
         recorded = ledger.recorded(ledger.step + 1)
         return recorded if recorded is not None and signature_of(recorded) == sig else None
 
-    def _encode_if_new(
-        self, sig: Signature, encode: Callable[[], dict[str, Any]]
-    ) -> dict[str, Any]:
+    def encode_if_new(self, sig: Signature, encode: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The payload of the command the next step will issue, unless history holds it.
 
         Encoded before the step is claimed: a value the converter refuses raises at the
         call with no step taken, on the first run and on every replay alike, so the
         steps after it keep their numbers.
         """
-        return {} if self._replays(sig) is not None else encode()
+        return {} if self.replays(sig) is not None else encode()
 
-    def _refuse_in_group(self, what: str) -> None:
+    def refuse_in_group(self, what: str) -> None:
         if self._collector.depth:
             raise TypeError(f"{what} cannot be a member of all() or select()")
 
@@ -106,7 +96,7 @@ class Steps:
 
         def start(meta: Meta) -> Future:
             sig: Signature = ("activity", activity_type)
-            encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
+            encoded = self.encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
             step, recorded = core.claim(sig)
             op = ActivityOp(step, activity_type, result_type)
             if recorded is None:
@@ -138,10 +128,10 @@ class Steps:
         result_type: Any = None,
     ) -> Any:
         """A local activity: the executor runs it in this process between transactions."""
-        self._refuse_in_group("local_activity()")
+        self.refuse_in_group("local_activity()")
         core = self._core
         sig: Signature = ("local_activity", activity_type)
-        encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
+        encoded = self.encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
         step, recorded = core.claim(sig)
         outcome = core.ledger.local_outcome(step)
         op = core.ops.add(LocalActivityOp(step, activity_type, result_type))
@@ -172,52 +162,6 @@ class Steps:
         value, error = op.settle(event, core.payloads.decode_result)
         core.scheduler.resolve(op.future, value=value, error=error)
 
-    # -------------------------------------------------------------- children
-    def start_child(
-        self,
-        *,
-        workflow_type: str,
-        workflow_class: str,
-        arguments: list[Any],
-        options: dict[str, Any],
-        result_type: Any = None,
-    ) -> Any:
-        core = self._core
-
-        def start(meta: Meta) -> Future:
-            sig: Signature = ("child", workflow_type)
-            encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(arguments))
-            step, recorded = core.claim(sig)
-            op = ChildOp(step, workflow_type, result_type)
-            if recorded is None:
-                if meta is None:
-                    self._limits.check_pending("pending_child_count", 1)
-                command = StartChild(
-                    step=step,
-                    workflow_type=workflow_type,
-                    workflow_class=workflow_class,
-                    arguments=encoded,
-                    options=options,
-                    group=meta,
-                )
-                core.outbox.issue(command, recorded)
-            return core.ops.add(op).future
-
-        return self.run_call(Call("child", workflow_type, start))
-
-    def signal_child(self, instance_id: str, name: str, args: list[Any]) -> None:
-        """Send a signal to a child, once: replay finds the step already recorded."""
-        self._refuse_in_group("signalling a child")
-        core = self._core
-        sig: Signature = ("side_effect", None)
-        encoded = self._encode_if_new(sig, lambda: core.payloads.encode_arguments(args))
-        step, recorded = core.claim(sig)
-        if recorded is None:
-            command = SignalChild(
-                step=step, instance_id=instance_id, signal_name=name, arguments=encoded
-            )
-            core.outbox.issue(command, recorded)
-
     # ----------------------------------------------------------------- timers
     def timer(self, seconds: int) -> Any:
         core = self._core
@@ -239,7 +183,7 @@ class Steps:
     # --------------------------------------------------------- recorded facts
     def upsert_visibility(self, kind: str, entries: dict[str, Any]) -> None:
         """Record a memo or search-attribute upsert once; replay finds it recorded."""
-        self._refuse_in_group(f"upserting {kind}")
+        self.refuse_in_group(f"upserting {kind}")
         step, recorded = self._core.claim((kind, None))
         self._core.outbox.issue(
             UpsertVisibility(step=step, kind=kind, entries=dict(entries)), recorded
@@ -247,16 +191,16 @@ class Steps:
 
     def side_effect(self, fn: Callable[[], Any], result_type: Any = None) -> Any:
         """Record ``fn()``; the first run returns the recorded value too, decoded as replay will."""
-        self._refuse_in_group("side_effect()")
+        self.refuse_in_group("side_effect()")
         core = self._core
         if core.scheduler.unwinding or core.scheduler.restricted:
             core.claim(("side_effect", None))  # refused here, before fn runs
-        recorded = self._replays(("side_effect", None))
+        recorded = self.replays(("side_effect", None))
         if recorded is not None:
             core.claim(("side_effect", None))
             return core.payloads.decode(recorded.payload.get("result"), result_type, "side effect")
         # A new side effect runs and is checked before its step is claimed (see
-        # _encode_if_new): a refused value leaves no gap in the step numbers.
+        # encode_if_new): a refused value leaves no gap in the step numbers.
         value = fn()
         encoded = core.payloads.encode(value, "side effect")
         replayed = core.payloads.decode(encoded, result_type, "side effect")

@@ -14,7 +14,7 @@ from typing import Any
 
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
-from durable_workflow.engine.steps import child_instance_id
+from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor.common import wake_for_news
 from durable_workflow.models import ChildCallStatus
 from durable_workflow.store import children
@@ -33,11 +33,22 @@ _EVENT_OF_STATUS = {status: event for status, event in CHILD_OUTCOMES.values()}
 
 
 def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> list[Event]:
+    """Start the child in this transaction: its run exists (or its id was taken) before
+    the parent's task commits."""
     from durable_workflow.executor.start import start_workflow
     from durable_workflow.options import StartOptions
 
-    instance_id = child_instance_id(run.id, command.step)
+    instance_id = command.instance_id
     options = command.options
+    policy = options.get("parent_close_policy", "abandon")
+    scheduled = {
+        "sequence": command.step,
+        "child_instance_id": instance_id,
+        "child_workflow_type": command.workflow_type,
+        "child_workflow_class": command.workflow_class,
+        "parent_close_policy": policy,
+        **(command.group or {}),
+    }
     started = start_workflow(
         instance_id=instance_id,
         workflow_type=command.workflow_type,
@@ -52,56 +63,107 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
         parent={
             "parent_run_id": run.id,
             "parent_sequence": command.step,
-            "parent_close_policy": options.get("parent_close_policy", "abandon"),
+            "parent_close_policy": policy,
         },
+        parent_instance_id=run.instance_id,
     )
+    if not started.accepted:
+        refused = {
+            "sequence": command.step,
+            "child_instance_id": instance_id,
+            "child_workflow_type": command.workflow_type,
+            "command_id": str(started.command_id),
+            "outcome": started.outcome,
+            "rejection_reason": started.rejection_reason,
+        }
+        return [
+            (EventType.CHILD_WORKFLOW_SCHEDULED, scheduled),
+            (EventType.CHILD_WORKFLOW_START_REJECTED, refused),
+        ]
     call = children.create_call(
         parent_run_id=run.id,
         sequence=command.step,
         child_instance_id=instance_id,
         child_workflow_type=command.workflow_type,
         child_run_id=started.run_id,
-        parent_close_policy=options.get("parent_close_policy", "abandon"),
+        parent_close_policy=policy,
         now=now,
     )
-    scheduled = {
-        "sequence": command.step,
-        "child_call_id": str(call.id),
-        "child_instance_id": instance_id,
-        "child_workflow_type": command.workflow_type,
-        "child_workflow_class": command.workflow_class,
-        "parent_close_policy": call.parent_close_policy,
-        **(command.group or {}),
-    }
     run_started = {
         "sequence": command.step,
         "child_call_id": str(call.id),
         "child_workflow_run_id": str(started.run_id),
     }
     return [
-        (EventType.CHILD_WORKFLOW_SCHEDULED, scheduled),
+        (EventType.CHILD_WORKFLOW_SCHEDULED, {**scheduled, "child_call_id": str(call.id)}),
         (EventType.CHILD_RUN_STARTED, run_started),
     ]
 
 
-def signal_child(run: RunRecord, command: c.SignalChild, *, now: dt.datetime) -> list[Event]:
+def signal_workflow(run: RunRecord, command: c.SignalExternal, *, now: dt.datetime) -> list[Event]:
+    """Send the body's signal to another workflow; its outcome goes into history."""
     from durable_workflow.codec import envelope
     from durable_workflow.executor.intake import send_signal
 
     arguments = envelope.decode(command.arguments, expected_codec=run.payload_codec)
-    outcome = send_signal(
-        command.instance_id, command.signal_name, arguments, source="parent_workflow"
-    )
-    payload = {
+    payload: dict[str, Any] = {
         "sequence": command.step,
-        "result": envelope.encode(None, run.payload_codec),
-        "effect": "child_signal",
-        "child_instance_id": command.instance_id,
+        "target_instance_id": command.instance_id,
+        "target_run_id": command.run_id,
         "signal_name": command.signal_name,
-        "command_id": str(outcome.command_id),
-        "outcome": outcome.outcome,
     }
-    return [(EventType.SIDE_EFFECT_RECORDED, payload)]
+    try:
+        sent = send_signal(
+            command.instance_id,
+            command.signal_name,
+            arguments,
+            run_id=command.run_id,
+            source="workflow",
+            metadata={"sender_instance_id": run.instance_id, "sender_run_id": str(run.id)},
+        )
+    except WorkflowNotFoundError:
+        payload.update(_not_found())
+    else:
+        payload.update(_outcome(sent))
+    return [(EventType.EXTERNAL_SIGNAL_SENT, payload)]
+
+
+def cancel_workflow(run: RunRecord, command: c.CancelExternal, *, now: dt.datetime) -> list[Event]:
+    """Ask another workflow to cancel; the request's outcome goes into history."""
+    from durable_workflow.executor.control import request_cancel
+
+    payload: dict[str, Any] = {
+        "sequence": command.step,
+        "target_instance_id": command.instance_id,
+        "target_run_id": command.run_id,
+        "reason": command.reason,
+    }
+    try:
+        requested = request_cancel(
+            command.instance_id, run_id=command.run_id, reason=command.reason, source="workflow"
+        )
+    except WorkflowNotFoundError:
+        payload.update(_not_found())
+    else:
+        payload.update(_outcome(requested))
+    return [(EventType.EXTERNAL_CANCEL_REQUESTED, payload)]
+
+
+def _outcome(result: Any) -> dict[str, Any]:
+    return {
+        "target_run_id": str(result.run_id) if result.run_id else None,
+        "command_id": str(result.command_id),
+        "outcome": result.outcome,
+        "rejection_reason": result.rejection_reason,
+    }
+
+
+def _not_found() -> dict[str, Any]:
+    return {
+        "command_id": None,
+        "outcome": "rejected_not_found",
+        "rejection_reason": "instance_not_found",
+    }
 
 
 def notify_parent(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> None:

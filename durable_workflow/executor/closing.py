@@ -140,7 +140,7 @@ def continue_as_new(
     )
     run.set(status="completed", closed_reason="continued", closed_at=now)
     events = finish(run, {}, now=now)
-    from durable_workflow.executor.start import _fingerprint
+    from durable_workflow.executor.start import _fingerprint, started_context
 
     fingerprint = _fingerprint(run.workflow_type)
     following.set(workflow_definition_fingerprint=fingerprint)
@@ -159,6 +159,13 @@ def continue_as_new(
         "payload_codec": run.payload_codec,
         "continued_from_run_id": str(run.id),
         "message_cursors": cursors or {},
+        **started_context(
+            queue=run.queue,
+            memo=carried.get("memo") or {},
+            search_attributes=carried.get("search_attributes") or {},
+            parent_run_id=run.parent_run_id,
+            parent_instance_id=_instance_of(run.parent_run_id),
+        ),
     }
     lifecycle.append(
         following,
@@ -183,3 +190,10 @@ def continue_as_new(
         )
     )
     return events
+
+
+def _instance_of(run_id: Any) -> str | None:
+    if run_id is None:
+        return None
+    found = runs.get_run(run_id)
+    return found.instance_id if found is not None else None

@@ -14,7 +14,7 @@ from durable_workflow.authoring.visibility import encoded_size, merge
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, streams
-from durable_workflow.executor.children import signal_child, start_child
+from durable_workflow.executor.children import cancel_workflow, signal_workflow, start_child
 from durable_workflow.executor.closing import close_as, continue_as_new, finish
 from durable_workflow.executor.common import check_limit
 from durable_workflow.executor.scheduling import ActivityBatch
@@ -221,8 +221,12 @@ def _start_child(run: RunRecord, command: c.StartChild, now: dt.datetime) -> lis
     return start_child(run, command, now=now)
 
 
-def _signal_child(run: RunRecord, command: c.SignalChild, now: dt.datetime) -> list[Event]:
-    return signal_child(run, command, now=now)
+def _signal_workflow(run: RunRecord, command: c.SignalExternal, now: dt.datetime) -> list[Event]:
+    return signal_workflow(run, command, now=now)
+
+
+def _cancel_workflow(run: RunRecord, command: c.CancelExternal, now: dt.datetime) -> list[Event]:
+    return cancel_workflow(run, command, now=now)
 
 
 def _cancel_activity(run: RunRecord, command: c.CancelActivity, now: dt.datetime) -> list[Event]:
@@ -288,7 +292,8 @@ _HANDLERS: dict[type, Any] = {
     c.RecordVersionMarker: _version_marker,
     c.UpsertVisibility: _upsert_visibility,
     c.StartChild: _start_child,
-    c.SignalChild: _signal_child,
+    c.SignalExternal: _signal_workflow,
+    c.CancelExternal: _cancel_workflow,
     c.CancelActivity: _cancel_activity,
     c.RecordSelection: _record_selection,
     c.StartTimer: _start_timer,

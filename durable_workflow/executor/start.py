@@ -53,12 +53,14 @@ def start_workflow(
     encoded_arguments: dict[str, Any] | None = None,
     payload_codec: str | None = None,
     parent: dict[str, Any] | None = None,
+    parent_instance_id: str | None = None,
     lineage_events: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> StartOutcome:
     """Record the start command and, unless it is a duplicate, the first run and its task.
 
-    ``encoded_arguments`` / ``payload_codec`` / ``parent`` are for child workflows,
-    whose arguments arrive already encoded in the parent's codec; ``lineage_events``
+    ``encoded_arguments`` / ``payload_codec`` / ``parent`` / ``parent_instance_id`` are
+    for child workflows, whose arguments arrive already encoded in the parent's codec;
+    ``lineage_events``
     are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``) and are
     informational to replay.
     """
@@ -118,6 +120,13 @@ def start_workflow(
             "run_timeout_seconds": options.run_timeout_seconds,
             "execution_deadline_at": _iso(run.execution_deadline_at),
             "run_deadline_at": _iso(run.run_deadline_at),
+            **started_context(
+                queue=run.queue,
+                memo=options.memo,
+                search_attributes=options.search_attributes,
+                parent_run_id=run.parent_run_id,
+                parent_instance_id=parent_instance_id,
+            ),
         }
         lifecycle.append(
             run,
@@ -141,6 +150,26 @@ def start_workflow(
         runs.save_run(run, now=now)
         dispatch.enqueue(task)
     return StartOutcome(True, "started_new", command.id, instance_id, run.id)
+
+
+def started_context(
+    *,
+    queue: str | None,
+    memo: dict[str, Any],
+    search_attributes: dict[str, Any],
+    parent_run_id: uuid.UUID | None,
+    parent_instance_id: str | None,
+) -> dict[str, Any]:
+    """What ``dw.info()`` reads from ``WorkflowStarted``: routing, visibility, parent."""
+    context: dict[str, Any] = {
+        "queue": queue,
+        "memo": dict(memo or {}),
+        "search_attributes": {k: v for k, v in (search_attributes or {}).items() if v is not None},
+    }
+    if parent_run_id is not None:
+        context["parent_workflow_instance_id"] = parent_instance_id
+        context["parent_workflow_run_id"] = str(parent_run_id)
+    return context
 
 
 def _iso(moment: dt.datetime | None) -> str | None:

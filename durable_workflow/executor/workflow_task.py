@@ -421,9 +421,7 @@ def _advance(
                 tail = _known_tail(run, runtime)
                 if tail is None:
                     tail = history.load_history(run.id, after_sequence=runtime.last_sequence)
-                runtime.feed(tail)
-                running = runtime.closed is None and not runtime.local_requests
-                events = persist(run, runtime.take_commands(), now=now, eager_ok=running)
+                events = _feed_and_persist(run, runtime, tail, now=now)
             else:
                 events, runtime.closed = [], closing
             if runtime.closed is not None:
@@ -455,6 +453,28 @@ def _advance(
         finally:
             if not keep:
                 runtime.dispose()
+
+
+def _feed_and_persist(
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any], *, now: dt.datetime
+) -> list[Any]:
+    """Feed the runtime, persist what it asked for; the events still to append.
+
+    When the body waits for an outcome those commands record at once (a child's
+    start, a signal's outcome), the events are appended and fed back, and the body
+    goes on in this same task.
+    """
+    runtime.feed(tail)
+    while True:
+        commands = runtime.take_commands()
+        refeed = runtime.take_refeed()
+        running = runtime.closed is None and not runtime.local_requests
+        events = persist(run, commands, now=now, eager_ok=running and not refeed)
+        if not (refeed and running):
+            return events
+        lifecycle.append(run, events, now=now)
+        # As a later read would return them (JSON values), so replay sees the same.
+        runtime.feed([e for e in run.appended if e.sequence > runtime.last_sequence])
 
 
 def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:

@@ -115,6 +115,10 @@ PUBLIC_API = {
     "parallel",
     "run_async",
     "select",
+    # issue 21: everyday patterns
+    "ExternalWorkflowHandle",
+    "external_workflow",
+    "start_child",
 }
 
 

@@ -8,7 +8,7 @@ Usage::
 
 from typing import TYPE_CHECKING, Any
 
-from durable_workflow.authoring.activity import Activity
+from durable_workflow.authoring.activity import Activity, activity_info
 from durable_workflow.authoring.composition import (
     all,
     child,
@@ -33,6 +33,7 @@ from durable_workflow.authoring.helpers import (
     execute_local_activity,
     get_version,
     hours,
+    info,
     local_activity,
     minutes,
     months,
@@ -59,12 +60,14 @@ from durable_workflow.engine.selection import OperationHandle, SelectionResult
 from durable_workflow.engine.versions import DEFAULT_VERSION
 from durable_workflow.exceptions import (
     ActivityCancelled,
+    ActivityCompletionRejected,
     ActivityFailed,
     ActivityTimeoutError,
     ChildWorkflowCancelled,
     ChildWorkflowFailed,
     ChildWorkflowTerminated,
     CommandRejected,
+    CompleteAsync,
     ConfigurationError,
     DurableOperationCancelled,
     DurableWorkflowError,
@@ -104,6 +107,7 @@ from durable_workflow.exceptions import (
     WorkflowTerminatedError,
     WorkflowTimedOutError,
 )
+from durable_workflow.info import ActivityInfo, WorkflowInfo
 from durable_workflow.options import (
     ActivityOptions,
     ChildWorkflowOptions,
@@ -122,10 +126,15 @@ from durable_workflow.results import (
 
 # The client needs the ORM models, which Django can only import once its app
 # registry is ready; load it on first use so ``INSTALLED_APPS`` can name us.
-_LAZY = {"WorkflowStub": "durable_workflow.client"}
+_LAZY = {
+    "WorkflowStub": "durable_workflow.client",
+    "activity_completion": "durable_workflow.completions",
+    "ActivityCompletionHandle": "durable_workflow.completions",
+}
 
-if TYPE_CHECKING:  # type checkers see the class itself
+if TYPE_CHECKING:  # type checkers see the classes themselves
     from durable_workflow.client import WorkflowStub
+    from durable_workflow.completions import ActivityCompletionHandle, activity_completion
 
 
 def __getattr__(name: str) -> Any:
@@ -140,7 +149,10 @@ __all__ = [
     "DEFAULT_VERSION",
     "Activity",
     "ActivityCancelled",
+    "ActivityCompletionHandle",
+    "ActivityCompletionRejected",
     "ActivityFailed",
+    "ActivityInfo",
     "ActivityOptions",
     "ActivityTimeoutError",
     "ChildWorkflowCancelled",
@@ -150,6 +162,7 @@ __all__ = [
     "ChildWorkflowTerminated",
     "CommandRejected",
     "CommandResult",
+    "CompleteAsync",
     "ConfigurationError",
     "DuplicateStartPolicy",
     "DurableOperationCancelled",
@@ -197,6 +210,7 @@ __all__ = [
     "WorkflowClosedError",
     "WorkflowDescription",
     "WorkflowFailedError",
+    "WorkflowInfo",
     "WorkflowNotFoundError",
     "WorkflowOrmAccessError",
     "WorkflowParkedError",
@@ -205,6 +219,8 @@ __all__ = [
     "WorkflowTerminatedError",
     "WorkflowTimedOutError",
     "activity",
+    "activity_completion",
+    "activity_info",
     "all",
     "child",
     "continue_as_new",
@@ -216,6 +232,7 @@ __all__ = [
     "external_workflow",
     "get_version",
     "hours",
+    "info",
     "local_activity",
     "minutes",
     "months",

@@ -478,3 +478,15 @@ class WorkflowCancelled(BaseException):
 
 class ActivityCancelled(BaseException):
     """The activity was cancelled; derives from BaseException on purpose."""
+
+
+class CompleteAsync(BaseException):
+    """Raise it from an activity's ``handle()`` to end the attempt without a result: the
+    attempt stays open, and its task token completes, fails or heartbeats it later
+    (``durable_workflow.activity_completion``). Derives from ``BaseException`` so that
+    ``except Exception`` in the activity does not catch it."""
+
+
+class ActivityCompletionRejected(CommandRejected):
+    """A completion, failure or heartbeat through a task token was refused (an invalid
+    token, an attempt that timed out or was retried, an activity already closed, ...)."""

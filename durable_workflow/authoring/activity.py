@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
 from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.exceptions import NotInActivityError
+from durable_workflow.info import ActivityInfo
 from durable_workflow.options import DEFAULT_BACKOFF, ActivityOptions, normalize_backoff
 
 
@@ -22,6 +25,32 @@ class ActivityContext:
     attempt_id: str | None
     attempt_count: int
     heartbeat: Callable[[Any], bool]
+    info: ActivityInfo | None = None
+
+
+#: The attempt running in this thread (activities run in worker threads, not greenlets).
+_running: contextvars.ContextVar[ActivityContext | None] = contextvars.ContextVar(
+    "durable_workflow_activity", default=None
+)
+
+
+@contextlib.contextmanager
+def running(context: ActivityContext) -> Iterator[None]:
+    """Make ``context`` the current attempt while its ``handle()`` runs."""
+    token = _running.set(context)
+    try:
+        yield
+    finally:
+        _running.reset(token)
+
+
+def activity_info() -> ActivityInfo:
+    """The running activity attempt: ids, attempt, times, the previous attempt's last
+    heartbeat, the owning workflow and the task token (for async completion)."""
+    context = _running.get()
+    if context is None or context.info is None:
+        raise NotInActivityError("activity_info() only works while an activity is running")
+    return context.info
 
 
 class Activity(Generic[HandleP, HandleR]):
@@ -77,6 +106,21 @@ class Activity(Generic[HandleP, HandleR]):
 
     def run_id(self) -> str:
         return self._context().run_id
+
+    def info(self) -> ActivityInfo:
+        """``dw.activity_info()`` for this attempt."""
+        info = self._context().info
+        if info is None:
+            raise NotInActivityError("this method only works while the activity is running")
+        return info
+
+    def task_token(self) -> str:
+        """The opaque token that completes this attempt from elsewhere (see
+        ``CompleteAsync``); local activities have none."""
+        token = self.info().task_token
+        if token is None:
+            raise NotInActivityError("a local activity cannot complete asynchronously")
+        return token
 
     def heartbeat(self, details: Any = None) -> bool:
         """Tell the engine this attempt is alive and renew its lease.

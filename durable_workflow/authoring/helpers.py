@@ -22,6 +22,7 @@ from durable_workflow.exceptions import (
     InvalidDurationError,
     NotInWorkflowError,
 )
+from durable_workflow.info import WorkflowInfo
 from durable_workflow.options import ActivityOptions, LocalActivityOptions
 
 T = TypeVar("T")
@@ -193,6 +194,12 @@ def uuid7() -> str:
 def now() -> dt.datetime:
     """Deterministic workflow time: when the last input the body consumed was recorded."""
     return _runtime("now").now()
+
+
+def info() -> WorkflowInfo:
+    """The running workflow: ids, type, parent, start time, history so far, queue, memo
+    and search attributes, as of the point of history the body has reached."""
+    return _runtime("info").info()
 
 
 def _timeout_seconds(runtime: WorkflowRuntime, timeout: Duration | None) -> int | None:

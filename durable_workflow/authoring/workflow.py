@@ -127,6 +127,7 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
     uuid4 = staticmethod(helpers.uuid4)
     uuid7 = staticmethod(helpers.uuid7)
     now = staticmethod(helpers.now)
+    info = staticmethod(helpers.info)
     wait = staticmethod(helpers.wait)
     wait_signal = staticmethod(helpers.wait_signal)
     wait_with_timeout = staticmethod(helpers.wait_with_timeout)

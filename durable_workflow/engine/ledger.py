@@ -48,6 +48,8 @@ class DeterminismLedger:
         self.now: dt.datetime | None = None
         #: The workflow definition fingerprint the run started on.
         self.started_fingerprint: str | None = None
+        #: The run's ``WorkflowStarted`` event, once delivered (``dw.info()`` reads it).
+        self.started: HistoryEvent | None = None
         self._recorded: dict[int, HistoryEvent] = {}
         self._issued: dict[int, Signature] = {}
         self._markers: set[Hashable] = set()

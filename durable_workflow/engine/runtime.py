@@ -72,6 +72,7 @@ from durable_workflow.engine.streams import Streams
 from durable_workflow.engine.versions import Versions
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import WorkflowCancelled
+from durable_workflow.info import WorkflowInfo, frozen_mapping
 from durable_workflow.text import text_of
 
 
@@ -100,6 +101,8 @@ class WorkflowRuntime:
         self._factory = factory
         self._cancel_reason: str | None = None
         self._cancel_requested = False
+        #: The attempt of the workflow task feeding this runtime (set by the executor).
+        self.task_attempt = 1
         ledger = self._ledger = DeterminismLedger()
         scheduler = self._scheduler = Scheduler(
             self, on_handled=self._failure_handled, on_idle=lambda: False
@@ -263,6 +266,10 @@ class WorkflowRuntime:
 
     def _start(self, event: HistoryEvent) -> None:
         self._ledger.now = event.recorded_at
+        self._ledger.started = event
+        self._steps.visibility = {
+            kind: dict(event.payload.get(kind) or {}) for kind in ("memo", "search_attributes")
+        }
         self._ledger.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
         self._streams.cursors.update(event.payload.get("message_cursors") or {})
         # Decoded here, not in the body: a payload that cannot be read (or does not fit
@@ -373,6 +380,28 @@ class WorkflowRuntime:
         size = self.limits.get("continue_as_new_size_threshold", 5 * 1024 * 1024)
         return bool(events and self.history_length() >= events) or bool(
             size and self.history_size() >= size
+        )
+
+    def info(self) -> WorkflowInfo:
+        """``dw.info()``: the run as of the point of history the body has reached."""
+        started = self._ledger.started
+        payload = started.payload if started is not None else {}
+        visibility = self._steps.visibility
+        return WorkflowInfo(
+            instance_id=self.workflow_id,
+            run_id=self.run_id,
+            run_number=int(payload.get("run_number") or 1),
+            workflow_type=str(payload.get("workflow_type") or ""),
+            parent_instance_id=payload.get("parent_workflow_instance_id"),
+            parent_run_id=payload.get("parent_workflow_run_id"),
+            continued_from_run_id=payload.get("continued_from_run_id"),
+            started_at=started.recorded_at if started is not None else None,
+            task_attempt=self.task_attempt,
+            history_length=self.history_length(),
+            history_size=self.history_size(),
+            queue=payload.get("queue"),
+            memo=frozen_mapping(visibility["memo"]),
+            search_attributes=frozen_mapping(visibility["search_attributes"]),
         )
 
     def child_run_id(self, step: int) -> str | None:

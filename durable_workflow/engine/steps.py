@@ -53,6 +53,9 @@ class Steps:
         self._collector = collector
         self._limits = limits
         self._waits = waits
+        #: Memo and search attributes as of the body's position (``dw.info()``): the
+        #: run's start values, then its upserts merged in.
+        self.visibility: dict[str, dict[str, Any]] = {"memo": {}, "search_attributes": {}}
 
     def run_call(self, call: Call) -> Any:
         """Start a call now and wait for it, or hand it to the group collecting it."""
@@ -188,6 +191,8 @@ class Steps:
         self._core.outbox.issue(
             UpsertVisibility(step=step, kind=kind, entries=dict(entries)), recorded
         )
+        merged = {**self.visibility.get(kind, {}), **entries}  # None deletes, as stored
+        self.visibility[kind] = {k: v for k, v in sorted(merged.items()) if v is not None}
 
     def side_effect(self, fn: Callable[[], Any], result_type: Any = None) -> Any:
         """Record ``fn()``; the first run returns the recorded value too, decoded as replay will."""

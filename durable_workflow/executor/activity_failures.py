@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
@@ -20,8 +20,19 @@ from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
 from durable_workflow.store import activities, commands, tasks
 from durable_workflow.store.records import ActivityRecord
 
-if TYPE_CHECKING:
-    from durable_workflow.executor.attempts import Lease
+
+class FailedAttempt(Protocol):
+    """What a failed attempt's report says about it (a ``Lease``, or a task token's
+    attempt)."""
+
+    @property
+    def execution(self) -> ActivityRecord: ...
+    @property
+    def attempt_id(self) -> uuid.UUID: ...
+    @property
+    def attempt_number(self) -> int: ...
+    @property
+    def task_id(self) -> uuid.UUID | None: ...
 
 
 def non_retryable(exc: BaseException, declared: list[str]) -> bool:
@@ -30,7 +41,7 @@ def non_retryable(exc: BaseException, declared: list[str]) -> bool:
 
 
 def retry_or_fail(
-    lease: Lease,
+    lease: FailedAttempt,
     run: Any,
     exc: BaseException,
     info: FailureInfo,

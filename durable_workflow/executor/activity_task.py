@@ -10,6 +10,7 @@ answered "stale" and writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -23,9 +24,10 @@ from durable_workflow.conf import get_settings
 from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import INTERRUPTS, describe
-from durable_workflow.exceptions import ActivityCancelled
+from durable_workflow.exceptions import ActivityCancelled, CompleteAsync, NonRetryableError
 from durable_workflow.executor import (
     affinity,
+    async_completion,
     compatibility,
     dispatch,
     eager,
@@ -35,11 +37,13 @@ from durable_workflow.executor import (
     lifecycle,
     session_tasks,
     speculation,
+    tokens,
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.executor.lease_keeper import keeper
+from durable_workflow.info import ActivityInfo, frozen_mapping
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -50,6 +54,9 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import activities, runs, sql, tasks
 from durable_workflow.store.records import ActivityRecord
+
+#: What ``invoke_activity`` returns for an attempt that completes later, by its token.
+COMPLETES_LATER = object()
 
 logger = logging.getLogger("durable_workflow")
 
@@ -79,6 +86,8 @@ def _run_claimed(lease: Lease) -> str:
     with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
         ok, value = _invoke(lease)
     assumed = speculation.take(lease)
+    if value is COMPLETES_LATER:
+        return async_completion.hand_over(lease)
     if not ok:
         return _settle(lease, ok, value)
     quick = time.monotonic() - started < fan_out.QUICK_SECONDS
@@ -106,7 +115,9 @@ def _run_claimed_together(leases: list[Lease]) -> list[str]:
     for lease in leases:
         with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
             ok, value = _invoke(lease)
-        if ok:
+        if value is COMPLETES_LATER:
+            outcomes.append(async_completion.hand_over(lease))
+        elif ok:
             results.append((lease, value))
         else:
             outcomes.append(_settle(lease, ok, value))
@@ -162,27 +173,68 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
 
     return invoke_activity(
         lease.execution,
-        instance_id=lease.instance_id,
-        run_id=lease.run_id,
-        attempt_id=lease.attempt_id,
-        attempt_number=lease.attempt_number,
+        attempt=Attempt(
+            instance_id=lease.instance_id,
+            run_id=lease.run_id,
+            workflow_type=lease.workflow_type,
+            attempt_id=lease.attempt_id,
+            attempt_number=lease.attempt_number,
+            started_at=lease.started_at,
+        ),
         payload_codec=lease.payload_codec,
         heartbeat=lambda details=None: heartbeat(lease, details),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """Which attempt of which workflow's activity is about to run."""
+
+    instance_id: str
+    run_id: uuid.UUID
+    workflow_type: str
+    attempt_id: uuid.UUID
+    attempt_number: int
+    started_at: dt.datetime | None
+    local: bool = False
+
+
+def attempt_info(execution: ActivityRecord, attempt: Attempt) -> ActivityInfo:
+    """``dw.activity_info()`` for an attempt about to run."""
+    options = execution.options
+    progress = execution.last_heartbeat_progress
+    return ActivityInfo(
+        activity_id=str(execution.id),
+        activity_type=execution.activity_type,
+        attempt=attempt.attempt_number,
+        attempt_id=str(attempt.attempt_id),
+        scheduled_at=execution.scheduled_at,
+        started_at=attempt.started_at,
+        heartbeat_details=frozen_mapping(progress) if progress else None,
+        heartbeat_timeout=options.get("heartbeat_timeout"),
+        start_to_close_timeout=options.get("start_to_close_timeout"),
+        workflow_instance_id=attempt.instance_id,
+        workflow_run_id=str(attempt.run_id),
+        workflow_type=attempt.workflow_type,
+        queue=execution.queue,
+        task_token=None if attempt.local else tokens.make(execution.id, attempt.attempt_id),
+        local=attempt.local,
     )
 
 
 def invoke_activity(
     execution: ActivityRecord,
     *,
-    instance_id: str,
-    run_id: uuid.UUID,
-    attempt_id: uuid.UUID,
-    attempt_number: int,
+    attempt: Attempt,
     payload_codec: str,
     heartbeat: Any,
 ) -> tuple[bool, Any]:
-    """Run the user's ``handle()``; returns (True, result envelope) or (False, exception)."""
-    from durable_workflow.authoring.activity import ActivityContext
+    """Run the user's ``handle()``; returns (True, result envelope) or (False, exception).
+
+    An activity that raised ``CompleteAsync`` returns ``(True, COMPLETES_LATER)``: its
+    outcome will come through its task token.
+    """
+    from durable_workflow.authoring.activity import ActivityContext, running
 
     try:
         cls: Any = None
@@ -192,21 +244,27 @@ def invoke_activity(
             execution.arguments, handle_signature(cls), codec=payload_codec, receiver=ACTIVITY
         )
         context = ActivityContext(
-            workflow_id=instance_id,
-            run_id=str(run_id),
+            workflow_id=attempt.instance_id,
+            run_id=str(attempt.run_id),
             activity_id=str(execution.id),
-            attempt_id=str(attempt_id),
-            attempt_count=attempt_number,
+            attempt_id=str(attempt.attempt_id),
+            attempt_count=attempt.attempt_number,
             heartbeat=heartbeat,
+            info=attempt_info(execution, attempt),
         )
-        if execution.activity_type in hooks.activity_mocks:
-            mock = hooks.activity_mocks[execution.activity_type]
-            result = mock(context, *(arguments or [])) if callable(mock) else mock
-        else:
-            instance = cls()
-            instance._dw_context = context
-            result = instance.handle(*(arguments or []))
+        with running(context):
+            if execution.activity_type in hooks.activity_mocks:
+                mock = hooks.activity_mocks[execution.activity_type]
+                result = mock(context, *(arguments or [])) if callable(mock) else mock
+            else:
+                instance = cls()
+                instance._dw_context = context
+                result = instance.handle(*(arguments or []))
         return True, payloads.encode_value(result, payload_codec, "result")
+    except CompleteAsync:
+        if attempt.local:
+            return False, NonRetryableError("a local activity cannot complete asynchronously")
+        return True, COMPLETES_LATER
     except INTERRUPTS:
         raise  # the process is stopping: the caller hands the task back, uncounted
     except BaseException as exc:  # an activity failure is data, not a crash

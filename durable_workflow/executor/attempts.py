@@ -36,6 +36,8 @@ class Lease:
     payload_codec: str
     #: Taken after a sibling's result: its own result likely has siblings to take too.
     fan_out: bool = False
+    workflow_type: str = ""
+    started_at: dt.datetime | None = None
 
 
 def start_eagerly(
@@ -96,6 +98,8 @@ def begin(
         execution=execution,
         instance_id=run.instance_id,
         payload_codec=run.payload_codec,
+        workflow_type=run.workflow_type,
+        started_at=now,
     )
     return lease, (EventType.ACTIVITY_STARTED, started)
 

@@ -38,7 +38,7 @@ def _number(name: str, value: Any) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def _progress(details: Any) -> dict[str, Any] | None:
+def check_progress(details: Any) -> dict[str, Any] | None:
     """Validate and normalise heartbeat progress (message, current/total/unit, details)."""
     if details is None:
         return None
@@ -100,7 +100,7 @@ def heartbeat(lease: Lease, details: Any = None) -> bool:
     Raises ``ActivityCancelled`` when the run was cancelled or has closed, so the
     activity can stop; that exception escapes ``except Exception`` on purpose.
     """
-    outcome = _record(lease, _progress(details))
+    outcome = _record(lease, check_progress(details))
     if outcome == "cancelled":
         raise ActivityCancelled("the workflow run was cancelled or has closed")
     return outcome == "recorded"

@@ -53,6 +53,7 @@ class LocalLease:
     attempt_id: uuid.UUID
     attempt_number: int
     started_at: dt.datetime
+    workflow_type: str = ""
 
 
 def _lease_until(now: dt.datetime) -> dt.datetime:
@@ -108,6 +109,7 @@ def begin_attempt(
         attempt_id=attempt_id,
         attempt_number=number,
         started_at=now,
+        workflow_type=run.workflow_type,
     )
 
 
@@ -148,14 +150,19 @@ def give_up_if_exhausted(
 
 def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
     """Run the activity with no transaction open."""
-    from durable_workflow.executor.activity_task import invoke_activity
+    from durable_workflow.executor.activity_task import Attempt, invoke_activity
 
     return invoke_activity(
         lease.execution,
-        instance_id=lease.instance_id,
-        run_id=lease.run_id,
-        attempt_id=lease.attempt_id,
-        attempt_number=lease.attempt_number,
+        attempt=Attempt(
+            instance_id=lease.instance_id,
+            run_id=lease.run_id,
+            workflow_type=lease.workflow_type,
+            attempt_id=lease.attempt_id,
+            attempt_number=lease.attempt_number,
+            started_at=lease.started_at,
+            local=True,
+        ),
         payload_codec=lease.payload_codec,
         heartbeat=lambda details=None: heartbeat(lease, details),
     )
@@ -164,9 +171,9 @@ def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
 @retry_transaction
 def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     """Renew the workflow task's lease and record the heartbeat (local marker)."""
-    from durable_workflow.executor.heartbeat import _progress
+    from durable_workflow.executor.heartbeat import check_progress
 
-    progress = _progress(details)
+    progress = check_progress(details)
     now = clock.now()
     until = _lease_until(now)
     with transaction.atomic():

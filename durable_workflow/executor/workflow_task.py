@@ -346,6 +346,7 @@ def _advance_and_settle(
     savepoint takes back everything on any error, so none is handled here); it is
     inserted once the outcome is known.
     """
+    runtime.task_attempt = max(task.attempt_count, 1)
     if unsaved is not None:
         request = _advance(run, runtime, now=now)
     else:

@@ -20,7 +20,7 @@ from durable_workflow.models import (
     TimerStatus,
 )
 from durable_workflow.store import sql
-from durable_workflow.store.records import ActivityRecord, TimerRecord
+from durable_workflow.store.records import ActivityRecord, AttemptRecord, TimerRecord
 
 _FIELDS = (
     "id",
@@ -36,6 +36,7 @@ _FIELDS = (
     "attempt_count",
     "current_attempt_id",
     "scheduled_at",
+    "last_heartbeat_progress",
 )
 
 
@@ -141,6 +142,19 @@ def start_attempt(
     return attempt.id, number
 
 
+def get_attempt(attempt_id: uuid.UUID) -> AttemptRecord | None:
+    row = ActivityAttempt.objects.filter(id=attempt_id).first()
+    if row is None:
+        return None
+    return AttemptRecord(
+        id=row.id,
+        execution_id=row.execution_id,
+        attempt_number=row.attempt_number,
+        status=row.status,
+        task_id=row.task_id,
+    )
+
+
 def mark_started(row: sql.Built, *, now: dt.datetime) -> None:
     """Make a built, unsaved execution say that its first attempt is running, under an
     id chosen now (for an activity this process starts in the transaction that
@@ -190,7 +204,7 @@ def record_heartbeat(
     attempt_id: uuid.UUID,
     *,
     now: dt.datetime,
-    until: dt.datetime,
+    until: dt.datetime | None,
     progress: dict[str, Any] | None = None,
     heartbeat_timeout: int | None = None,
 ) -> None:

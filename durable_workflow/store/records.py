@@ -111,6 +111,17 @@ class ActivityRecord:
     attempt_count: int
     current_attempt_id: uuid.UUID | None
     scheduled_at: dt.datetime
+    #: The last heartbeat progress (of an earlier attempt, when read at a claim).
+    last_heartbeat_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    id: uuid.UUID
+    execution_id: uuid.UUID
+    attempt_number: int
+    status: str
+    task_id: uuid.UUID | None
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,14 @@ def routes(workflows: Any = None) -> list[URLPattern]:
             name="signal-with-start",
         ),
         path("control-plane/start", view(views.ControlPlaneStartView), name="control-plane-start"),
+        path("activities/complete", view(views.CompleteActivityView), name="activity-complete"),
+        path("activities/fail", view(views.FailActivityView), name="activity-fail"),
+        path("activities/heartbeat", view(views.HeartbeatActivityView), name="activity-heartbeat"),
+        path(
+            "activities/report-cancellation",
+            view(views.CancelledActivityView),
+            name="activity-report-cancellation",
+        ),
     ]
     for prefix, scope in ((instance, "instance"), (run, "run")):
         patterns += [

@@ -119,3 +119,87 @@ class Messenger(Workflow):
             except dw.CommandRejected as exc:
                 return [exc.outcome, exc.reason]
         raise ValueError(mode)
+
+
+class Deferred(dw.Activity):
+    """Hands its task token out (through the Invocation table) and completes later."""
+
+    type_key = "tests.patterns.deferred"
+
+    def handle(self, order: str) -> Any:
+        from tests.testapp.models import Invocation
+
+        info = dw.activity_info()
+        assert info.task_token == self.task_token()
+        Invocation.objects.create(
+            name=f"deferred:{order}", key=info.task_token, attempt=info.attempt
+        )
+        if order.startswith("self-"):  # reported before handle() even returns
+            dw.activity_completion(self.task_token()).complete("fast")
+        raise dw.CompleteAsync()
+
+
+class AwaitsOutsideWork(Workflow):
+    type_key = "tests.patterns.awaits-outside-work"
+
+    def handle(self, order: str, timeout: int | None = None, attempts: int = 1) -> Any:
+        options = dw.ActivityOptions(start_to_close_timeout=timeout, max_attempts=attempts)
+        try:
+            return dw.activity(Deferred, options, order)
+        except dw.ActivityFailed as exc:
+            return {"failed": exc.message, "type": exc.exception_type}
+
+
+class ReportsInfo(dw.Activity):
+    type_key = "tests.patterns.reports-info"
+    tries = 2
+
+    def backoff(self) -> list[int]:
+        return [0]
+
+    def handle(self, fail_first: bool) -> dict[str, Any]:
+        info = dw.activity_info()
+        if fail_first and info.attempt == 1:
+            self.heartbeat({"message": "half way", "current": 5, "total": 10})
+            raise RuntimeError("first attempt fails")
+        return {
+            "activity_id": info.activity_id == self.activity_id(),
+            "type": info.activity_type,
+            "attempt": info.attempt,
+            "workflow": [info.workflow_instance_id, info.workflow_type],
+            "previous_heartbeat": dict(info.heartbeat_details or {}),
+            "times": [info.scheduled_at is not None, info.started_at is not None],
+            "token": info.task_token is not None,
+        }
+
+
+class Introspects(Workflow):
+    """Reads ``dw.info()`` before and after an upsert, and from an activity and a child."""
+
+    type_key = "tests.patterns.introspects"
+
+    def handle(self, mode: str = "top") -> dict[str, Any]:
+        first = dw.info()
+        if mode == "child":
+            return {"parent": [first.parent_instance_id, first.parent_run_id]}
+        dw.upsert_memo({"stage": "after"})
+        child = dw.child(Introspects, "child")
+        after = dw.info()
+        return {
+            "ids": [first.instance_id, first.run_id, first.run_number, first.workflow_type],
+            "started_at": first.started_at.isoformat() if first.started_at else None,
+            "task_attempt": first.task_attempt,
+            "lengths": [first.history_length, after.history_length],
+            "memo": [dict(first.memo), dict(after.memo)],
+            "queue": first.queue,
+            "activity": dw.activity(ReportsInfo, True),
+            "child_parent": child["parent"],
+            "run_id": self.run_id(),
+        }
+
+
+class ExposedOutsideWork(AwaitsOutsideWork):
+    """``AwaitsOutsideWork`` reachable through the webhooks."""
+
+    type_key = "tests.patterns.exposed-outside-work"
+    webhook = True

@@ -119,6 +119,14 @@ PUBLIC_API = {
     "ExternalWorkflowHandle",
     "external_workflow",
     "start_child",
+    "ActivityCompletionHandle",
+    "ActivityCompletionRejected",
+    "ActivityInfo",
+    "CompleteAsync",
+    "WorkflowInfo",
+    "activity_completion",
+    "activity_info",
+    "info",
 }
 
 

@@ -1,5 +1,11 @@
 """Class-based JSON views, one module per family of routes."""
 
+from durable_workflow.webhooks.views.activities import (
+    CancelledActivityView,
+    CompleteActivityView,
+    FailActivityView,
+    HeartbeatActivityView,
+)
 from durable_workflow.webhooks.views.commands import (
     CancelView,
     RepairView,
@@ -16,8 +22,12 @@ from durable_workflow.webhooks.views.updates import UpdateView
 
 __all__ = [
     "CancelView",
+    "CancelledActivityView",
+    "CompleteActivityView",
     "ControlPlaneStartView",
     "DescribeView",
+    "FailActivityView",
+    "HeartbeatActivityView",
     "QueryView",
     "RepairView",
     "SignalView",

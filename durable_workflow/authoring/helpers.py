@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast, overload
 
 from durable_workflow import ids, registry
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
-from durable_workflow.engine.durations import Duration, to_seconds
+from durable_workflow.engine.durations import Duration, to_delay
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import (
@@ -127,10 +127,14 @@ execute_activity = activity
 
 
 def timer(duration: Duration) -> None:
-    """Sleep durably; ``timer(0)`` returns at once and is still recorded."""
+    """Sleep durably; ``timer(0)`` returns at once and is still recorded.
+
+    Durations resolve to the millisecond (``timer(0.1)`` waits 100 ms): a
+    fraction of a millisecond rounds up, and a timer never fires early.
+    """
     runtime = _runtime("timer")
     # Inside all()/select() this hands the group its Call: return it, whatever the type says.
-    return cast(None, runtime.timer(to_seconds(duration, now=runtime.now())))
+    return cast(None, runtime.timer(to_delay(duration, now=runtime.now())))
 
 
 def seconds(n: float) -> None:
@@ -202,8 +206,8 @@ def info() -> WorkflowInfo:
     return _runtime("info").info()
 
 
-def _timeout_seconds(runtime: WorkflowRuntime, timeout: Duration | None) -> int | None:
-    return None if timeout is None else to_seconds(timeout, now=runtime.now())
+def _timeout_seconds(runtime: WorkflowRuntime, timeout: Duration | None) -> float | None:
+    return None if timeout is None else to_delay(timeout, now=runtime.now())
 
 
 def _declared(runtime: WorkflowRuntime, name: str) -> str:

@@ -28,7 +28,8 @@ class ScheduleActivity:
 @dataclass(frozen=True, slots=True)
 class StartTimer:
     step: int
-    delay_seconds: int
+    #: Seconds, to the millisecond (an int when whole).
+    delay_seconds: float
     #: ``None`` for ``timer()``; ``signal_timeout`` / ``condition_timeout`` for a wait's deadline.
     kind: str | None = None
     group: dict[str, Any] | None = None
@@ -172,7 +173,7 @@ class CancelWorkflow:
 class OpenSignalWait:
     step: int
     signal_name: str
-    timeout_seconds: int | None
+    timeout_seconds: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +191,7 @@ class OpenConditionWait:
     step: int
     condition_key: str | None
     fingerprint: str
-    timeout_seconds: int | None
+    timeout_seconds: float | None
 
 
 @dataclass(frozen=True, slots=True)

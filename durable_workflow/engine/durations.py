@@ -1,4 +1,4 @@
-"""Turning the many ways of writing a duration into whole seconds."""
+"""Turning the many ways of writing a duration into seconds (to the millisecond)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 from durable_workflow.exceptions import InvalidDurationError
 
 _UNIT_SECONDS = {
+    "millisecond": 0.001,
     "second": 1,
     "minute": 60,
     "hour": 3600,
@@ -17,6 +18,9 @@ _UNIT_SECONDS = {
     "week": 604800,
 }
 _UNIT_ALIASES = {
+    "ms": "millisecond",
+    "msec": "millisecond",
+    "msecs": "millisecond",
     "s": "second",
     "sec": "second",
     "secs": "second",
@@ -36,6 +40,9 @@ _UNIT_ALIASES = {
 _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*,?")
 
 Duration = int | float | str | dt.timedelta
+
+#: Timers and wait deadlines resolve to the millisecond: a duration is rounded up to it.
+RESOLUTION = 0.001
 
 
 def _unit(word: str) -> str:
@@ -63,6 +70,12 @@ def to_seconds(duration: Duration, *, now: dt.datetime | None = None) -> int:
     passes its deterministic ``now()``), so "1 month" from 31 January lands on
     the last day of February.
     """
+    return math.ceil(to_delay(duration, now=now))
+
+
+def to_delay(duration: Duration, *, now: dt.datetime | None = None) -> int | float:
+    """Seconds for a timer or a wait deadline, rounded up to the millisecond: an int
+    when whole (``60``), a float otherwise (``0.1``). Negatives clamp to 0."""
     if isinstance(duration, bool):
         raise InvalidDurationError("a duration cannot be a boolean")
     if isinstance(duration, dt.timedelta):
@@ -76,18 +89,24 @@ def to_seconds(duration: Duration, *, now: dt.datetime | None = None) -> int:
     raise InvalidDurationError(f"cannot use {type(duration).__name__} as a duration")
 
 
+def whole_or_fraction(seconds: float) -> int | float:
+    """``60.0`` as ``60`` (what histories always held), ``0.1`` as is."""
+    return int(seconds) if float(seconds).is_integer() else float(seconds)
+
+
 #: Longer than any real wait (100 years), short enough for every datetime computation.
 MAX_SECONDS = 100 * 366 * 86400
 
 
-def _clamp(seconds: float) -> int:
-    value = max(0, math.ceil(seconds))
+def _clamp(seconds: float) -> int | float:
+    # Rounded up to the millisecond (a tiny epsilon keeps 0.1 from becoming 0.101).
+    value = max(0.0, math.ceil(seconds / RESOLUTION - 1e-9) * RESOLUTION)
     if value > MAX_SECONDS:
         raise InvalidDurationError(f"a duration may be at most 100 years, got {value} seconds")
-    return value
+    return whole_or_fraction(round(value, 3))
 
 
-def _parse_string(text: str, now: dt.datetime | None) -> int:
+def _parse_string(text: str, now: dt.datetime | None) -> int | float:
     stripped = text.strip()
     if re.fullmatch(r"-?\d+(\.\d+)?", stripped):
         return _clamp(float(stripped))

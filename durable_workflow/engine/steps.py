@@ -166,7 +166,7 @@ class Steps:
         core.scheduler.resolve(op.future, value=value, error=error)
 
     # ----------------------------------------------------------------- timers
-    def timer(self, seconds: int) -> Any:
+    def timer(self, seconds: float) -> Any:
         core = self._core
 
         def start(meta: Meta) -> Future:
@@ -176,7 +176,7 @@ class Steps:
                 self._limits.check_pending("pending_timer_count", 1)
             core.outbox.issue(StartTimer(step=step, delay_seconds=seconds, group=meta), recorded)
             core.ops.add(op)
-            delay = seconds if recorded is None else int(recorded.payload.get("delay_seconds", -1))
+            delay = seconds if recorded is None else float(recorded.payload.get("delay_seconds", -1))
             if delay == 0:
                 core.scheduler.resolve(op.future)
             return op.future
@@ -221,7 +221,7 @@ class Steps:
         return replayed
 
     # ------------------------------------------------------------------ waits
-    def wait_signal(self, name: str, timeout: int | None) -> Any:
+    def wait_signal(self, name: str, timeout: float | None) -> Any:
         """The next signal called ``name`` (its payload), or ``None`` if the timeout wins."""
         waits = self._waits
         return self.run_call(
@@ -229,7 +229,7 @@ class Steps:
         )
 
     def wait_condition(
-        self, predicate: Callable[[], Any], timeout: int | None, key: str | None
+        self, predicate: Callable[[], Any], timeout: float | None, key: str | None
     ) -> Any:
         """True once ``predicate()`` holds; False if the timeout wins first."""
         key = validate_condition_key(key)

@@ -72,7 +72,7 @@ class Waits:
         self._conditions: dict[int, ConditionWaitOp] = {}
 
     # ----------------------------------------------------------------- signals
-    def open_signal_wait(self, name: str, timeout: int | None) -> Future:
+    def open_signal_wait(self, name: str, timeout: float | None) -> Future:
         core = self._core
         step, recorded = core.claim(("signal", name))
         op = core.ops.add(SignalWaitOp(step, name))
@@ -117,7 +117,7 @@ class Waits:
 
     # -------------------------------------------------------------- conditions
     def open_condition_wait(
-        self, predicate: Callable[[], Any], key: str | None, timeout: int | None
+        self, predicate: Callable[[], Any], key: str | None, timeout: float | None
     ) -> Future:
         core = self._core
         label = fingerprint(predicate)

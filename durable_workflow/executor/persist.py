@@ -12,6 +12,7 @@ from typing import Any
 
 from durable_workflow.authoring.visibility import encoded_size, merge
 from durable_workflow.engine import commands as c
+from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, streams
 from durable_workflow.executor.children import cancel_workflow, signal_workflow, start_child
@@ -56,12 +57,13 @@ def persist(
 
 
 def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> list[Event]:
-    fire_at = now + dt.timedelta(seconds=command.delay_seconds)
-    inline = command.delay_seconds == 0
+    delay = whole_or_fraction(command.delay_seconds)
+    fire_at = now + dt.timedelta(seconds=delay)
+    inline = delay == 0
     timer = activities.create_timer(
         run_id=run.id,
         sequence=command.step,
-        delay_seconds=command.delay_seconds,
+        delay_seconds=delay,
         fire_at=fire_at,
         now=now,
         fired=inline,
@@ -70,7 +72,7 @@ def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> lis
     scheduled: dict[str, Any] = {
         "sequence": command.step,
         "timer_id": str(timer.id),
-        "delay_seconds": command.delay_seconds,
+        "delay_seconds": delay,
         "fire_at": fire_at.isoformat(),
     }
     scheduled.update(command.group or {})
@@ -122,7 +124,7 @@ def _open_signal_wait(run: RunRecord, command: c.OpenSignalWait, now: dt.datetim
         "signal_wait_id": _wait_id("signal", command.step),
     }
     if command.timeout_seconds is not None:
-        payload["timeout_seconds"] = command.timeout_seconds
+        payload["timeout_seconds"] = whole_or_fraction(command.timeout_seconds)
     return [(EventType.SIGNAL_WAIT_OPENED, payload)]
 
 
@@ -150,7 +152,7 @@ def _open_condition_wait(
         "condition_definition_fingerprint": command.fingerprint,
     }
     if command.timeout_seconds is not None:
-        payload["timeout_seconds"] = command.timeout_seconds
+        payload["timeout_seconds"] = whole_or_fraction(command.timeout_seconds)
     return [(EventType.CONDITION_WAIT_OPENED, payload)]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from durable_workflow import clock
+from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import compatibility, dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
@@ -47,7 +48,7 @@ def run_timer_task(task_id: Any) -> str:
                     {
                         "sequence": timer.sequence,
                         "timer_id": str(timer.id),
-                        "delay_seconds": timer.delay_seconds,
+                        "delay_seconds": whole_or_fraction(timer.delay_seconds),
                         "fired_at": now.isoformat(),
                     },
                 )

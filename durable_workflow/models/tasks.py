@@ -151,7 +151,8 @@ class Timer(models.Model):
     status = models.CharField(
         max_length=16, choices=TimerStatus.choices, default=TimerStatus.PENDING
     )
-    delay_seconds = models.PositiveBigIntegerField()
+    #: Seconds, to the millisecond (``dw.timer(0.1)``).
+    delay_seconds = models.FloatField()
     fire_at = models.DateTimeField()
     fired_at = models.DateTimeField(null=True, blank=True)
     timer_kind = models.CharField(max_length=32, null=True, blank=True)

@@ -300,7 +300,7 @@ def create_timer(
     *,
     run_id: uuid.UUID,
     sequence: int,
-    delay_seconds: int,
+    delay_seconds: float,
     fire_at: dt.datetime,
     now: dt.datetime,
     fired: bool = False,

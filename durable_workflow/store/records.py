@@ -130,7 +130,7 @@ class TimerRecord:
     run_id: uuid.UUID
     sequence: int
     status: str
-    delay_seconds: int
+    delay_seconds: float
     fire_at: dt.datetime
 
 

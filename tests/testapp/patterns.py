@@ -203,3 +203,15 @@ class ExposedOutsideWork(AwaitsOutsideWork):
 
     type_key = "tests.patterns.exposed-outside-work"
     webhook = True
+
+
+class ShortNaps(Workflow):
+    """Sleeps ``count`` times for ``seconds`` (fractions included); returns the time it took."""
+
+    type_key = "tests.patterns.short-naps"
+
+    def handle(self, seconds: float, count: int = 1) -> float:
+        began = dw.now()
+        for _ in range(count):
+            dw.timer(seconds)
+        return (dw.now() - began).total_seconds()

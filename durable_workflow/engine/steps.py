@@ -176,7 +176,8 @@ class Steps:
                 self._limits.check_pending("pending_timer_count", 1)
             core.outbox.issue(StartTimer(step=step, delay_seconds=seconds, group=meta), recorded)
             core.ops.add(op)
-            delay = seconds if recorded is None else float(recorded.payload.get("delay_seconds", -1))
+            recorded_delay = recorded.payload.get("delay_seconds", -1) if recorded else None
+            delay = seconds if recorded_delay is None else float(recorded_delay)
             if delay == 0:
                 core.scheduler.resolve(op.future)
             return op.future

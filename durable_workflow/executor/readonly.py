@@ -21,6 +21,7 @@ from durable_workflow.exceptions import (
     QueryRejectedError,
     UnknownTypeError,
 )
+from durable_workflow.executor import hooks
 from durable_workflow.executor.common import failure_types, orm_guard
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
@@ -30,7 +31,7 @@ from durable_workflow.text import check_name, text_of
 def replay_committed(run: RunRecord) -> WorkflowRuntime:
     """A runtime holding the run's state as of its last workflow task."""
     try:
-        cls: Any = registry.workflow_class(run.workflow_type)
+        cls: Any = hooks.workflow_class(run.workflow_type)
     except UnknownTypeError:
         raise QueryRejectedError(
             "workflow_definition_unavailable",

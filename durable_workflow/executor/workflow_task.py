@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from durable_workflow import clock, registry
+from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
@@ -33,6 +33,7 @@ from durable_workflow.executor import (
     dispatch,
     eager,
     handback,
+    hooks,
     lifecycle,
     local_activities,
     parking,
@@ -319,7 +320,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
 def _runtime_for(run: RunRecord) -> WorkflowRuntime:
     runtime = sticky.cache.take(run.id, run.workflow_task_sequence)
     if runtime is None:
-        cls: Any = registry.workflow_class(run.workflow_type)
+        cls: Any = hooks.workflow_class(run.workflow_type)
         runtime = WorkflowRuntime(
             factory=lambda: cls._dw_instantiate(runtime),
             workflow_id=run.instance_id,

@@ -97,14 +97,18 @@ class FakeBackend(InlineBackend):
 class WorkflowFake:
     """The active fake mode; ``restore()`` (or leaving the ``with`` block) undoes it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, skip_time: bool = False) -> None:
+        #: Drains after commands (and ``run_ready_tasks()``) skip time (``skipping.py``).
+        self.skip_time = skip_time
         self.backend = FakeBackend(self)
         self.error: BaseException | None = None
         self.since = _watermark()
         self.active = True
         self._previous_backend = dispatch.set_backend(self.backend)
         self._previous_mocks = dict(hooks.activity_mocks)
+        self._previous_workflow_mocks = dict(hooks.workflow_mocks)
         hooks.activity_mocks.clear()
+        hooks.workflow_mocks.clear()
 
     def __enter__(self) -> WorkflowFake:
         return self
@@ -114,12 +118,18 @@ class WorkflowFake:
 
     def __repr__(self) -> str:
         state = "active" if self.active else "restored"
-        return f"<WorkflowFake {state}, {len(hooks.activity_mocks)} mock(s)>"
+        mocks = len(hooks.activity_mocks) + len(hooks.workflow_mocks)
+        return f"<WorkflowFake {state}, {mocks} mock(s)>"
 
     # --------------------------------------------------------------- mocks
     def mock(self, target: type | str, value: Any) -> None:
-        """Replace an activity's ``handle()`` by a value or a callable ``(context, *args)``."""
+        """Replace an activity's ``handle()`` by a value or a callable ``(context, *args)``,
+        or a workflow's by a value, an exception or a callable ``(info, *args)``."""
         self._check_active()
+        workflow = _workflow_target(target)
+        if workflow is not None:
+            hooks.workflow_mocks[str(workflow.type_key)] = _mocked_workflow(workflow, value)
+            return
         hooks.activity_mocks[activity_key(target)] = _as_mock(value)
 
     # -------------------------------------------------------------- running
@@ -135,9 +145,13 @@ class WorkflowFake:
         finally:
             _local.draining = False
 
-    def run_ready_tasks(self) -> int:
-        """``drain()``, then surface an error an on-commit drain had to swallow."""
-        ran = self.drain()
+    def run_ready_tasks(self, *, skip_time: bool | None = None) -> int:
+        """``drain()`` (skipping time, by default when the fake does), then surface an
+        error an on-commit drain had to swallow."""
+        from durable_workflow.testing.skipping import run_skipping
+
+        skip = self.skip_time if skip_time is None else skip_time
+        ran = run_skipping(self.drain) if skip else self.drain()
         self.raise_pending_error()
         return ran
 
@@ -168,6 +182,8 @@ class WorkflowFake:
         dispatch.set_backend(self._previous_backend)
         hooks.activity_mocks.clear()
         hooks.activity_mocks.update(self._previous_mocks)
+        hooks.workflow_mocks.clear()
+        hooks.workflow_mocks.update(self._previous_workflow_mocks)
         if _active is self:
             _active = None
 
@@ -176,12 +192,12 @@ class WorkflowFake:
             raise LogicError("this WorkflowFake was restored; call WorkflowStub.fake() again")
 
 
-def start() -> WorkflowFake:
+def start(*, skip_time: bool = False) -> WorkflowFake:
     """Enter fake mode (leaving any fake mode already active first)."""
     global _active
     if _active is not None:
         _active.restore()
-    _active = WorkflowFake()
+    _active = WorkflowFake(skip_time=skip_time)
     return _active
 
 
@@ -216,9 +232,10 @@ def activity_key(target: type | str) -> str:
 
     if isinstance(target, type) and issubclass(target, Workflow):
         raise LogicError(
-            f"{target.__name__} is a Workflow, and only activities can be mocked or "
-            "dispatch-asserted. In fake mode child workflows run as real nested runs: "
-            "test them through their observable output (result, status, history) instead."
+            f"{target.__name__} is a Workflow, and only activities can be dispatch-asserted. "
+            "In fake mode child workflows run as real nested runs (or as mocks, see "
+            "WorkflowStub.mock): test them through their observable output (result, status, "
+            "history) instead."
         )
     if isinstance(target, type) and issubclass(target, Activity):
         key = getattr(target, "type_key", None)
@@ -228,11 +245,47 @@ def activity_key(target: type | str) -> str:
     if isinstance(target, str) and target.strip():
         if _is_workflow_key(target) and not _is_activity_key(target):
             raise LogicError(
-                f"{target!r} is the type key of a workflow, and only activities can be mocked "
-                "or dispatch-asserted; test child workflows through their observable output."
+                f"{target!r} is the type key of a workflow, and only activities can be "
+                "dispatch-asserted; test child workflows through their observable output."
             )
         return target
     raise TypeError(f"expected an Activity subclass or an activity type key, not {target!r}")
+
+
+def _workflow_target(target: type | str) -> Any:
+    """The workflow class a mock is about, or ``None`` (an activity)."""
+    from durable_workflow.authoring.workflow import Workflow
+
+    if isinstance(target, type) and issubclass(target, Workflow):
+        if not getattr(target, "type_key", None):
+            raise LogicError(f"{target.__name__} has no type_key (is it abstract?)")
+        return registry.workflow_class(str(target.type_key))
+    if isinstance(target, str) and _is_workflow_key(target) and not _is_activity_key(target):
+        return registry.workflow_class(target)
+    return None
+
+
+def _mocked_workflow(cls: Any, value: Any) -> type:
+    """A subclass of ``cls`` whose ``handle()`` returns ``value``, raises it, or calls it
+    with ``dw.info()`` and the arguments; any exception it raises fails the run. Not
+    registered: only the kit's hook finds it."""
+    from durable_workflow.authoring.helpers import info
+
+    def handle(self: Any, *args: Any) -> Any:
+        if isinstance(value, BaseException):
+            raise value
+        if callable(value):
+            return value(info(), *args)
+        return value
+
+    namespace = {
+        "abstract": True,
+        "handle": handle,
+        "__module__": cls.__module__,
+        # What the mock raises is the child's failure, never a bug to park the run on.
+        "failure_exception_types": (Exception,),
+    }
+    return type(f"{cls.__name__}Mock", (cls,), namespace)
 
 
 def _is_workflow_key(key: str) -> bool:

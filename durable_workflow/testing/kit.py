@@ -113,11 +113,15 @@ class StubTestKit:
 
     # ------------------------------------------------------------ fake mode
     @classmethod
-    def fake(cls) -> WorkflowFake:
-        """Run ready tasks inline from now on; returns a handle usable with ``with``."""
+    def fake(cls, *, skip_time: bool = False) -> WorkflowFake:
+        """Run ready tasks inline from now on; returns a handle usable with ``with``.
+
+        With ``skip_time`` every drain jumps the engine clock to the next due timer (or
+        back-off, or deadline) whenever nothing else is ready, until nothing is left.
+        """
         from durable_workflow.testing import fake
 
-        return fake.start()
+        return fake.start(skip_time=skip_time)
 
     @classmethod
     def restore(cls) -> None:
@@ -138,13 +142,18 @@ class StubTestKit:
         fake.require_active("WorkflowStub.mock()").mock(target, value)
 
     @classmethod
-    def run_ready_tasks(cls) -> int:
-        """Run the tasks that are ready and due now; the clock does not move."""
+    def run_ready_tasks(cls, *, skip_time: bool | None = None) -> int:
+        """Run the tasks that are ready and due now; the clock does not move, unless
+        ``skip_time`` (by default: as ``fake(skip_time=...)`` said) lets it jump to each
+        next due timer while nothing else is ready."""
         from durable_workflow.testing import fake
+        from durable_workflow.testing.skipping import run_skipping
         from durable_workflow.transport.inline import run_ready_tasks
 
         current = fake.active()
-        return current.run_ready_tasks() if current is not None else run_ready_tasks()
+        if current is not None:
+            return current.run_ready_tasks(skip_time=skip_time)
+        return run_skipping(run_ready_tasks) if skip_time else run_ready_tasks()
 
     # ----------------------------------------------------------- assertions
     @classmethod

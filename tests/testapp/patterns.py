@@ -215,3 +215,20 @@ class ShortNaps(Workflow):
         for _ in range(count):
             dw.timer(seconds)
         return (dw.now() - began).total_seconds()
+
+
+class UsesChildren(Workflow):
+    """A parent whose children tests replace with mocks."""
+
+    type_key = "tests.patterns.uses-children"
+
+    def handle(self) -> Any:
+        from tests.testapp.composition import ChildEcho
+
+        first = dw.child(ChildEcho, 1)
+        handle = dw.start_child(ChildEcho, 2)
+        try:
+            second = handle.result()
+        except dw.ChildWorkflowFailed as exc:
+            second = f"failed: {exc.message}"
+        return [first, second]

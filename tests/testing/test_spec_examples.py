@@ -56,13 +56,15 @@ def test_workflow_with_a_mocked_activity(workflow_fake):
     ]
 
 
-def test_mocking_a_workflow_is_refused(workflow_fake):
-    with pytest.raises(LogicError, match="observable output"):
-        WorkflowStub.mock(MyWorkflow, "anything")
-    with pytest.raises(TypeError, match="is a Workflow"):
-        WorkflowStub.mock(MyTimerWorkflow, "anything")
-    with pytest.raises(LogicError, match="type key of a workflow"):
-        WorkflowStub.mock("kit.my-workflow", "anything")
+def test_mocking_a_workflow_replaces_its_body(workflow_fake):
+    # The spec's first release refused this; issue 21 adds it (an additive contract).
+    WorkflowStub.mock(MyWorkflow, {"result": "mocked"})
+    workflow = WorkflowStub.make(MyWorkflow, "mocked-workflow")
+    workflow.start()
+    assert workflow.refresh().output() == {"result": "mocked"}
+    WorkflowStub.assert_nothing_dispatched()  # the real body, and its activity, never ran
+    with pytest.raises(LogicError, match="dispatch-asserted"):
+        WorkflowStub.assert_dispatched("kit.my-workflow")
 
 
 def test_timer_waits_for_time_travel(workflow_fake):

@@ -53,6 +53,7 @@ from durable_workflow.authoring.helpers import (
     years,
 )
 from durable_workflow.authoring.sessions import WorkerSessionHandle, worker_session
+from durable_workflow.authoring.sync import Lock, Semaphore, all_handlers_finished
 from durable_workflow.authoring.workflow import Workflow
 from durable_workflow.converter import ModelRef, register_converter
 from durable_workflow.description import WorkflowDescription
@@ -172,6 +173,7 @@ __all__ = [
     "InvalidInstanceIdError",
     "InvalidValueError",
     "LocalActivityOptions",
+    "Lock",
     "MessageFailedError",
     "ModelInstanceNotFoundError",
     "ModelRef",
@@ -187,6 +189,7 @@ __all__ = [
     "QueryHandlerFailedError",
     "QueryRejectedError",
     "SelectionResult",
+    "Semaphore",
     "SignalFailedError",
     "SignalRejectedError",
     "SignalWithStartResult",
@@ -222,6 +225,7 @@ __all__ = [
     "activity_completion",
     "activity_info",
     "all",
+    "all_handlers_finished",
     "child",
     "continue_as_new",
     "days",

@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
-from durable_workflow.authoring import composition, decorators, handles, helpers, sessions
+from durable_workflow.authoring import (
+    composition,
+    decorators,
+    handles,
+    helpers,
+    sessions,
+    sync,
+)
 from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.authoring.saga import SagaMixin
@@ -140,6 +147,7 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
     select = staticmethod(composition.select)
     run_async = staticmethod(composition.run_async)
     continue_as_new = staticmethod(composition.continue_as_new)
+    all_handlers_finished = staticmethod(sync.all_handlers_finished)
     get_version = staticmethod(helpers.get_version)
     patched = staticmethod(helpers.patched)
     deprecate_patch = staticmethod(helpers.deprecate_patch)

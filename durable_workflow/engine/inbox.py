@@ -30,6 +30,10 @@ class Inbox:
         self._core = core
         self._waits = waits
         self._instance = instance  # the workflow instance, once the body built it
+        #: Signal and update handlers started and not finished (``all_handlers_finished``).
+        self.unfinished = 0
+        #: Updates whose handler started and has not finished: id -> name.
+        self.running_updates: dict[str, str] = {}
 
     def deliver_signal(self, payload: dict[str, Any]) -> None:
         core = self._core
@@ -42,6 +46,7 @@ class Inbox:
             self._waits.deliver_signal(name, signal_id, arguments)
             return
         plain = core.payloads.decode_plain(payload.get("arguments"))
+        self.unfinished += 1
         core.scheduler.spawn(self._run_handler, getattr(instance, handlers[name]), plain)
         core.outbox.mark(
             ("signal", signal_id),
@@ -64,6 +69,8 @@ class Inbox:
             raise
         except BaseException as exc:
             self._core.body_failed(exc)
+        finally:
+            self.unfinished -= 1
 
     def deliver_update(self, payload: dict[str, Any]) -> None:
         core = self._core
@@ -78,6 +85,8 @@ class Inbox:
                 "the workflow no longer declares it",
             )
         plain = core.payloads.decode_plain(payload.get("arguments"))
+        self.unfinished += 1
+        self.running_updates[update_id] = name
         core.scheduler.spawn(self._run_update, update_id, name, handler.fn, plain)
 
     def _run_update(self, update_id: str, name: str, fn: Callable[..., Any], plain: Any) -> None:
@@ -97,4 +106,7 @@ class Inbox:
         except BaseException as exc:  # a failed update leaves the run open
             outbox.mark(done, CompleteUpdate(update_id, name, failure=failures.describe(exc)))
             return
+        finally:
+            self.unfinished -= 1
+            self.running_updates.pop(update_id, None)
         outbox.mark(done, CompleteUpdate(update_id, name, result=result))

@@ -69,6 +69,7 @@ from durable_workflow.engine.payloads import Payloads
 from durable_workflow.engine.scheduler import Abort, Scheduler
 from durable_workflow.engine.steps import Steps
 from durable_workflow.engine.streams import Streams
+from durable_workflow.engine.sync import Permits
 from durable_workflow.engine.versions import Versions
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import WorkflowCancelled
@@ -103,6 +104,8 @@ class WorkflowRuntime:
         self._cancel_requested = False
         #: The attempt of the workflow task feeding this runtime (set by the executor).
         self.task_attempt = 1
+        #: Events fed after the body decided how the run ends (never delivered).
+        self._not_delivered: list[HistoryEvent] = []
         ledger = self._ledger = DeterminismLedger()
         scheduler = self._scheduler = Scheduler(
             self, on_handled=self._failure_handled, on_idle=lambda: False
@@ -123,7 +126,7 @@ class WorkflowRuntime:
         self._steps = steps = Steps(core, collector, limits, waits)
         self._children = children = Children(core, steps, limits, self.run_id)
         groups = Groups(core, collector, limits, waits)
-        self._inbox = Inbox(core, waits, self._instance)
+        self._inbox = inbox = Inbox(core, waits, self._instance)
         self._streams = streams = Streams(core, self.run_id)
         versions = Versions(core, self._instance)
         # Called from body code (durable_workflow.authoring forwards to these).
@@ -149,6 +152,8 @@ class WorkflowRuntime:
         self.stream_cursor = streams.cursor
         self.stream_receive = streams.receive
         self.stream_send = streams.send
+        self.permits = lambda count: Permits(core.scheduler, count)
+        self.all_handlers_finished = lambda: inbox.unfinished == 0
         self.history_length = core.ledger.history_length
         self.history_size = core.ledger.history_size
         self.fail_fatally = core.fail_fatally
@@ -205,6 +210,17 @@ class WorkflowRuntime:
         """The new commands issued since the last call, in issue order."""
         return self._outbox.take_commands()
 
+    def unfinished_updates(self) -> list[tuple[str, str, bool]]:
+        """Updates the closing run leaves open: (update id, name, whether its handler
+        started). The executor fails them (or carries those not started to the next run)."""
+        started = [(uid, name, True) for uid, name in self._inbox.running_updates.items()]
+        waiting = [
+            (str(e.payload["update_id"]), str(e.payload["update_name"]), False)
+            for e in self._not_delivered
+            if e.event_type == EventType.UPDATE_ACCEPTED
+        ]
+        return started + waiting
+
     def take_refeed(self) -> bool:
         """True when the body waits for outcomes recorded with the commands just taken:
         the executor feeds their events back in the same workflow task."""
@@ -227,10 +243,11 @@ class WorkflowRuntime:
             self._local_outcome_found(outcome)
         run_ready, seen, apply, outbox = scheduler.run_ready, ledger.seen, self._apply, self._outbox
         run_ready()  # bodies unblocked by local outcomes found while indexing
-        for event in fresh:
+        for index, event in enumerate(fresh):
             if outbox.closed is not None:
                 # The body decided how the run ends: later inputs are not consumed here
                 # (on continue-as-new the executor carries them to the next run).
+                self._not_delivered = fresh[index:]
                 break
             seen.append(event)
             apply(event)

@@ -36,6 +36,51 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     return events
 
 
+#: Why an update left open by a closing run failed.
+UPDATE_ABANDONED = "UpdateAbandoned"
+
+
+def abandon_updates(
+    run: RunRecord, updates: list[tuple[str, str]] | None, *, now: dt.datetime
+) -> list[Event]:
+    """Fail the updates a closing run leaves open (``None``: every open one), so callers
+    waiting on them get an answer: ``UpdateCompleted`` with the failure."""
+    from durable_workflow.engine.commands import FailureInfo
+    from durable_workflow.models import UpdateStatus
+
+    events: list[Event] = []
+    for update_id, name in messages.open_updates(run.id) if updates is None else updates:
+        reason = "continued as new" if run.closed_reason == "continued" else run.status
+        info = FailureInfo(
+            exception_type=UPDATE_ABANDONED,
+            exception_class="",
+            message=f"the workflow run closed ({reason}) before the update finished",
+            non_retryable=True,
+        )
+        failure_id = commands.record_failure_of(
+            info,
+            run_id=run.id,
+            source_kind="workflow_update",
+            source_id=update_id,
+            category="application",
+            details={},
+            now=now,
+        )
+        messages.close_update(
+            update_id, status=UpdateStatus.FAILED, now=now, failure_message=info.message
+        )
+        payload = {
+            "update_id": update_id,
+            "update_name": name,
+            "failure_id": str(failure_id),
+            "exception_type": info.exception_type,
+            "message": info.message,
+            "non_retryable": True,
+        }
+        events.append((EventType.UPDATE_COMPLETED, payload))
+    return events
+
+
 def cancel_open_work(
     run: RunRecord, *, now: dt.datetime, timers: bool = True, executions: bool = True
 ) -> list[Event]:
@@ -97,6 +142,7 @@ def close_as(
     run.set(status=status, closed_reason=status, closed_at=now)
     final = {"failure_id": str(failure_id), "failure_category": category, "reason": reason}
     events = finish(run, {"reason": reason, "message": message, **final}, now=now)
+    events += abandon_updates(run, None, now=now)
     events.append((event_type, final))
     return events
 

@@ -16,7 +16,12 @@ from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, streams
 from durable_workflow.executor.children import cancel_workflow, signal_workflow, start_child
-from durable_workflow.executor.closing import close_as, continue_as_new, finish
+from durable_workflow.executor.closing import (
+    abandon_updates,
+    close_as,
+    continue_as_new,
+    finish,
+)
 from durable_workflow.executor.common import check_limit
 from durable_workflow.executor.scheduling import ActivityBatch
 from durable_workflow.models import (
@@ -315,8 +320,28 @@ _HANDLERS: dict[type, Any] = {
 _OPENS_WORK = frozenset({c.ScheduleActivity, c.StartTimer, c.StartChild})
 
 
-def close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:
-    """Close the run as completed, failed, cancelled or continued-as-new."""
+def close(
+    run: RunRecord,
+    closed: c.CloseCommand,
+    *,
+    now: dt.datetime,
+    unfinished: list[tuple[str, str, bool]] | None = None,
+) -> list[Event]:
+    """Close the run as completed, failed, cancelled or continued-as-new.
+
+    ``unfinished``: the updates the body leaves open (id, name, handler started), which
+    fail; on continue-as-new those not started yet move to the next run instead.
+    """
+    events = _close(run, closed, now=now)
+    continued = isinstance(closed, c.ContinueAsNew)
+    open_updates = [(i, n) for i, n, started in unfinished or [] if started or not continued]
+    # (A cancelled run's closing fails every open update itself.)
+    if open_updates and not isinstance(closed, c.CancelWorkflow):
+        events[-1:-1] = abandon_updates(run, open_updates, now=now)
+    return events
+
+
+def _close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[Event]:
     if isinstance(closed, c.CancelWorkflow):
         return close_as(
             run,

@@ -18,7 +18,7 @@ from django.db import transaction
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
-from durable_workflow.executor.closing import finish
+from durable_workflow.executor.closing import abandon_updates, finish
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -75,7 +75,7 @@ def time_out_run(run: RunRecord, kind: str, deadline: dt.datetime, *, now: dt.da
         "exception_type": "WorkflowTimeout",
         "message": message,
     }
-    events = finish(run, final, now=now)
+    events = finish(run, final, now=now) + abandon_updates(run, None, now=now)
     lifecycle.append(run, [*events, (EventType.WORKFLOW_TIMED_OUT, final)], now=now)
     runs.save_run(run, now=now)
 

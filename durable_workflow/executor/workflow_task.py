@@ -427,7 +427,9 @@ def _advance(
             else:
                 events, runtime.closed = [], closing
             if runtime.closed is not None:
-                events += close(run, runtime.closed, now=now)
+                events += close(
+                    run, runtime.closed, now=now, unfinished=runtime.unfinished_updates()
+                )
             else:
                 run.set(status=RunStatus.WAITING)
             held = eager.take_held()  # an activity persist leased to this process

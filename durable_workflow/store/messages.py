@@ -165,6 +165,12 @@ def cancel_timer_of_step(run_id: uuid.UUID, step: int) -> uuid.UUID | None:
     return timer.id
 
 
+def open_updates(run_id: uuid.UUID) -> list[tuple[str, str]]:
+    """(id, name) of the run's accepted updates that have not closed."""
+    rows = WorkflowUpdate.objects.filter(run_id=run_id, status=UpdateStatus.ACCEPTED)
+    return [(str(row_id), name) for row_id, name in rows.values_list("id", "update_name")]
+
+
 #: Inputs a run may hold unconsumed when it continues as new, with the id key of each.
 _INPUT_IDS = {
     "SignalReceived": "signal_id",

@@ -232,3 +232,42 @@ class UsesChildren(Workflow):
         except dw.ChildWorkflowFailed as exc:
             second = f"failed: {exc.message}"
         return [first, second]
+
+
+class Guarded(Workflow):
+    """Update handlers that wait on timers, kept apart by ``dw.Lock`` or ``dw.Semaphore``."""
+
+    type_key = "tests.patterns.guarded"
+
+    def __init__(self) -> None:
+        self.lock = dw.Lock()
+        self.pair = dw.Semaphore(2)
+        self.log: list[str] = []
+        self.done = False
+
+    @dw.update("locked")
+    def locked(self, tag: str) -> str:
+        with self.lock:
+            self.log.append(f"{tag}:in")
+            dw.timer(1)
+            self.log.append(f"{tag}:out")
+        return tag
+
+    @dw.update("paired")
+    def paired(self, tag: str) -> str:
+        with self.pair:
+            self.log.append(f"{tag}:in")
+            dw.timer(1)
+            self.log.append(f"{tag}:out")
+        return tag
+
+    @dw.update("finish")
+    def finish(self) -> bool:
+        self.done = True
+        return self.lock.locked()
+
+    def handle(self, wait_for_handlers: bool = True) -> list[str]:
+        dw.wait(lambda: self.done)
+        if wait_for_handlers:
+            dw.wait(dw.all_handlers_finished)
+        return self.log

@@ -127,6 +127,9 @@ PUBLIC_API = {
     "activity_completion",
     "activity_info",
     "info",
+    "Lock",
+    "Semaphore",
+    "all_handlers_finished",
 }
 
 

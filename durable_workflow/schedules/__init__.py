@@ -40,7 +40,11 @@ if TYPE_CHECKING:
         ScheduleStatus,
         SkipReason,
     )
-    from durable_workflow.schedules.records import ScheduleDescription, ScheduleEvent
+    from durable_workflow.schedules.records import (
+        ScheduleDescription,
+        ScheduleEvent,
+        SchedulePage,
+    )
 
 #: Where each public name lives (a submodule of this package).
 _HOMES = {
@@ -61,6 +65,7 @@ _HOMES = {
     "SkipReason": "policies",
     "ScheduleDescription": "records",
     "ScheduleEvent": "records",
+    "SchedulePage": "records",
 }
 
 
@@ -88,6 +93,7 @@ __all__ = [
     "ScheduleManager",
     "ScheduleNotFoundError",
     "ScheduleOverlapPolicy",
+    "SchedulePage",
     "ScheduleStatus",
     "SkipReason",
     "UnknownScheduleWorkflowError",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
 
 from durable_workflow import clock, text
 from durable_workflow.models.schedules import ScheduleFireKind
-from durable_workflow.schedules import firing, store, ticker
+from durable_workflow.schedules import firing, listing, store, ticker
 from durable_workflow.schedules.access import (
     ScheduleRef,
     default_namespace,
@@ -34,7 +35,12 @@ from durable_workflow.schedules.policies import (
     ScheduleStatus,
     SkipReason,
 )
-from durable_workflow.schedules.records import ScheduleDescription, ScheduleEvent, ScheduleRecord
+from durable_workflow.schedules.records import (
+    ScheduleDescription,
+    ScheduleEvent,
+    SchedulePage,
+    ScheduleRecord,
+)
 from durable_workflow.schedules.specs import ScheduleSpec
 from durable_workflow.schedules.updates import (
     apply_changes,
@@ -266,6 +272,42 @@ class ScheduleManager:
     ) -> ScheduleDescription | None:
         record = store.find(namespace or default_namespace(), schedule_id)
         return ScheduleDescription.of(record) if record else None
+
+    @classmethod
+    def list(
+        cls,
+        *,
+        namespace: str | None = None,
+        status: ScheduleStatus | str | Iterable[ScheduleStatus | str] | None = None,
+        workflow: type | str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> SchedulePage:
+        """One page of the namespace's schedules, ordered by schedule id.
+
+        ``status``: one status or several (default: ``active`` and ``paused``; pass
+        ``"deleted"`` for deleted ones). ``workflow``: only schedules starting that
+        workflow (a class or type key). ``limit``: 1 to 500. ``cursor``: the previous
+        page's ``next_cursor``.
+        """
+        statuses = listing.statuses(status)
+        page_size = require_count("limit", limit, minimum=1)
+        if page_size > listing.MAX_PAGE:
+            raise InvalidScheduleError(f"limit may be at most {listing.MAX_PAGE}, got {limit}")
+        records = store.page(
+            namespace=namespace or default_namespace(),
+            statuses=statuses,
+            workflow_type=None if workflow is None else listing.workflow_type(workflow),
+            after=listing.read_cursor(cursor),
+            limit=page_size + 1,
+        )
+        more = len(records) > page_size
+        records = records[:page_size]
+        last = records[-1] if more else None
+        return SchedulePage(
+            schedules=[ScheduleDescription.of(record) for record in records],
+            next_cursor=listing.make_cursor(last.schedule_id, last.id) if last else None,
+        )
 
     @classmethod
     def history(

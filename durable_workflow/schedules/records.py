@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,3 +169,18 @@ class ScheduleDescription:
         return out
 
     to_array = to_dict
+
+
+@dataclass(frozen=True)
+class SchedulePage:
+    """One page of ``ScheduleManager.list``: descriptions, and the cursor of the next page."""
+
+    schedules: list[ScheduleDescription]
+    #: Pass it as ``cursor=`` for the next page; ``None`` on the last one.
+    next_cursor: str | None
+
+    def __iter__(self) -> Iterator[ScheduleDescription]:
+        return iter(self.schedules)
+
+    def __len__(self) -> int:
+        return len(self.schedules)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 
 from durable_workflow.models.schedules import (
     ScheduleFire,
@@ -81,6 +83,24 @@ def save(record: ScheduleRecord, *, now: dt.datetime) -> None:
     record.updated_at = now
     WorkflowSchedule.objects.filter(id=record.id).update(updated_at=now, **changes)
     record.dirty.clear()
+
+
+def page(
+    *,
+    namespace: str,
+    statuses: Collection[str],
+    workflow_type: str | None,
+    after: tuple[str, uuid.UUID] | None,
+    limit: int,
+) -> list[ScheduleRecord]:
+    """Schedules of a namespace in (schedule id, ULID) order, after the keyset ``after``."""
+    rows = WorkflowSchedule.objects.filter(namespace=namespace, status__in=list(statuses))
+    if workflow_type is not None:
+        rows = rows.filter(workflow_type=workflow_type)
+    if after is not None:
+        schedule_id, ulid = after
+        rows = rows.filter(Q(schedule_id__gt=schedule_id) | Q(schedule_id=schedule_id, id__gt=ulid))
+    return [_record(row) for row in rows.order_by("schedule_id", "id")[:limit]]
 
 
 def due_schedule_ids(*, now: dt.datetime, limit: int | None) -> list[uuid.UUID]:

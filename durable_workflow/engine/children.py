@@ -101,10 +101,6 @@ class Children:
         """Wait for a started child to close (a member of ``all()`` / ``select()`` too)."""
         return self._steps.run_call(Call("child", op.name, lambda meta: op.future, op.future))
 
-    def of_step(self, step: int) -> ChildOp | None:
-        op = self._core.ops.get(step)
-        return op if isinstance(op, ChildOp) else None
-
     def started(self) -> list[ChildOp]:
         """The children the body started so far, in step order."""
         return self._core.ops.children()

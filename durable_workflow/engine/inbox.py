@@ -18,6 +18,7 @@ from durable_workflow.converter import signature_of
 from durable_workflow.engine import failures
 from durable_workflow.engine.commands import ApplySignal, ApplyUpdate, CompleteUpdate
 from durable_workflow.engine.core import Core
+from durable_workflow.engine.events import EventType, HistoryEvent
 from durable_workflow.engine.scheduler import Abort
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import NonDeterminismError
@@ -34,6 +35,21 @@ class Inbox:
         self.unfinished = 0
         #: Updates whose handler started and has not finished: id -> name.
         self.running_updates: dict[str, str] = {}
+
+    def all_finished(self) -> bool:
+        """``dw.all_handlers_finished()``: no handler is running, suspended ones included."""
+        return self.unfinished == 0
+
+    def unfinished_updates(self, not_delivered: list[HistoryEvent]) -> list[tuple[str, str, bool]]:
+        """(id, name, started) of the updates left open: handlers still running, and
+        accepted updates in ``not_delivered`` (fed after the body decided to end)."""
+        started = [(uid, name, True) for uid, name in self.running_updates.items()]
+        waiting = [
+            (str(e.payload["update_id"]), str(e.payload["update_name"]), False)
+            for e in not_delivered
+            if e.event_type == EventType.UPDATE_ACCEPTED
+        ]
+        return started + waiting
 
     def deliver_signal(self, payload: dict[str, Any]) -> None:
         core = self._core

@@ -33,6 +33,7 @@ them and runs the body's outermost frame.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,6 +67,7 @@ from durable_workflow.engine.limits import StructuralLimits
 from durable_workflow.engine.operations import ChildOp, OperationTable, WaitOp
 from durable_workflow.engine.outbox import ContinueAsNewRequested, LocalRequest, Outbox
 from durable_workflow.engine.payloads import Payloads
+from durable_workflow.engine.runinfo import workflow_info
 from durable_workflow.engine.scheduler import Abort, Scheduler
 from durable_workflow.engine.steps import Steps
 from durable_workflow.engine.streams import Streams
@@ -73,7 +75,7 @@ from durable_workflow.engine.sync import Permits
 from durable_workflow.engine.versions import Versions
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import WorkflowCancelled
-from durable_workflow.info import WorkflowInfo, frozen_mapping
+from durable_workflow.info import WorkflowInfo
 from durable_workflow.text import text_of
 
 
@@ -124,9 +126,9 @@ class WorkflowRuntime:
         self._waits = waits = Waits(core)
         core.scheduler.on_idle = waits.check_conditions  # open conditions, re-checked
         self._steps = steps = Steps(core, collector, limits, waits)
-        self._children = children = Children(core, steps, limits, self.run_id)
+        children = Children(core, steps, limits, self.run_id)
         groups = Groups(core, collector, limits, waits)
-        self._inbox = inbox = Inbox(core, waits, self._instance)
+        self._inbox = Inbox(core, waits, self._instance)
         self._streams = streams = Streams(core, self.run_id)
         versions = Versions(core, self._instance)
         # Called from body code (durable_workflow.authoring forwards to these).
@@ -134,7 +136,6 @@ class WorkflowRuntime:
         self.schedule_local_activity = steps.schedule_local_activity
         self.start_child = children.start
         self.child_result = children.result
-        self.child_of_step = children.of_step
         self.children = children.started
         self.signal_workflow = children.signal
         self.cancel_workflow = children.cancel
@@ -148,12 +149,12 @@ class WorkflowRuntime:
         self.run_select = groups.run_select
         self.start_branch = groups.start_branch
         self.get_version = versions.get_version
+        self.permits = functools.partial(Permits, core.scheduler)  # dw.Lock / dw.Semaphore
+        self.all_handlers_finished = self._inbox.all_finished
         self.stream_pending = streams.pending
         self.stream_cursor = streams.cursor
         self.stream_receive = streams.receive
         self.stream_send = streams.send
-        self.permits = lambda count: Permits(core.scheduler, count)
-        self.all_handlers_finished = lambda: inbox.unfinished == 0
         self.history_length = core.ledger.history_length
         self.history_size = core.ledger.history_size
         self.fail_fatally = core.fail_fatally
@@ -213,13 +214,7 @@ class WorkflowRuntime:
     def unfinished_updates(self) -> list[tuple[str, str, bool]]:
         """Updates the closing run leaves open: (update id, name, whether its handler
         started). The executor fails them (or carries those not started to the next run)."""
-        started = [(uid, name, True) for uid, name in self._inbox.running_updates.items()]
-        waiting = [
-            (str(e.payload["update_id"]), str(e.payload["update_name"]), False)
-            for e in self._not_delivered
-            if e.event_type == EventType.UPDATE_ACCEPTED
-        ]
-        return started + waiting
+        return self._inbox.unfinished_updates(self._not_delivered)
 
     def take_refeed(self) -> bool:
         """True when the body waits for outcomes recorded with the commands just taken:
@@ -401,24 +396,12 @@ class WorkflowRuntime:
 
     def info(self) -> WorkflowInfo:
         """``dw.info()``: the run as of the point of history the body has reached."""
-        started = self._ledger.started
-        payload = started.payload if started is not None else {}
-        visibility = self._steps.visibility
-        return WorkflowInfo(
-            instance_id=self.workflow_id,
+        return workflow_info(
+            self._ledger,
+            self._steps.visibility,
+            workflow_id=self.workflow_id,
             run_id=self.run_id,
-            run_number=int(payload.get("run_number") or 1),
-            workflow_type=str(payload.get("workflow_type") or ""),
-            parent_instance_id=payload.get("parent_workflow_instance_id"),
-            parent_run_id=payload.get("parent_workflow_run_id"),
-            continued_from_run_id=payload.get("continued_from_run_id"),
-            started_at=started.recorded_at if started is not None else None,
             task_attempt=self.task_attempt,
-            history_length=self.history_length(),
-            history_size=self.history_size(),
-            queue=payload.get("queue"),
-            memo=frozen_mapping(visibility["memo"]),
-            search_attributes=frozen_mapping(visibility["search_attributes"]),
         )
 
     def child_run_id(self, step: int) -> str | None:

@@ -123,6 +123,7 @@ from durable_workflow.results import (
     SignalWithStartResult,
     StartResult,
     UpdateResult,
+    UpdateWithStartResult,
 )
 
 # The client needs the ORM models, which Django can only import once its app
@@ -202,6 +203,7 @@ __all__ = [
     "UpdateRejectedError",
     "UpdateResult",
     "UpdateWaitTimedOutError",
+    "UpdateWithStartResult",
     "VersionNotSupported",
     "WorkerSessionHandle",
     "WorkerSessionOptions",

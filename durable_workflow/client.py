@@ -15,7 +15,7 @@ from typing import Any, Generic, overload
 
 from durable_workflow import clock, registry
 from durable_workflow.authoring.protocols import Handles, P, R
-from durable_workflow.client_messages import StubMessages, command_result
+from durable_workflow.client_messages import StubMessages, command_result, start_result
 from durable_workflow.client_results import closed_error
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import CLIENT, handle_signature, payloads
@@ -243,16 +243,7 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         self.refresh()
         start = outcome.start
         return SignalWithStartResult(
-            start=None
-            if start is None
-            else StartResult(
-                accepted=start.accepted,
-                outcome=start.outcome,
-                command_id=str(start.command_id),
-                instance_id=start.instance_id,
-                run_id=str(start.run_id) if start.run_id else None,
-                rejection_reason=start.rejection_reason,
-            ),
+            start=None if start is None else start_result(start),
             signal=command_result(outcome.signal, False),
         )
 

@@ -17,16 +17,24 @@ from durable_workflow import registry
 from durable_workflow.authoring.decorators import UpdateMethod
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import CLIENT, payloads, signature_of
+from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
     QueryRejectedError,
     SignalRejectedError,
     UpdateHandlerFailedError,
     UpdateRejectedError,
     UpdateWaitTimedOutError,
+    WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
 )
 from durable_workflow.executor import intake, readonly, updates
-from durable_workflow.results import CommandResult, UpdateResult
+from durable_workflow.options import StartOptions
+from durable_workflow.results import (
+    CommandResult,
+    StartResult,
+    UpdateResult,
+    UpdateWithStartResult,
+)
 from durable_workflow.store import commands, runs
 from durable_workflow.store import messages as message_store
 from durable_workflow.store.messages import UpdateRecord
@@ -132,6 +140,11 @@ class StubMessages:
         result = self._update_result(outcome.record, outcome)
         if not result.accepted or result.update_id is None:
             return result
+        return self._wait_for(result, wait_timeout)
+
+    def _wait_for(self, result: UpdateResult, wait_timeout: float | None) -> UpdateResult:
+        """Poll an accepted update until it closes or the budget runs out."""
+        assert result.update_id is not None
         settings = get_settings()
         budget = settings.UPDATE_WAIT_TIMEOUT_SECONDS if wait_timeout is None else wait_timeout
         deadline = time.monotonic() + budget
@@ -166,6 +179,9 @@ class StubMessages:
         else:
             name, values = update, list(args)
         result = self.attempt_update_with_arguments(name, values, wait_timeout=wait_timeout)
+        return self._result_or_raise(name, result)
+
+    def _result_or_raise(self, name: str, result: UpdateResult) -> Any:
         if result.rejected:
             raise UpdateRejectedError(
                 result.rejection_reason or result.outcome or "rejected",
@@ -180,6 +196,84 @@ class StubMessages:
         if result.wait_timed_out:
             raise UpdateWaitTimedOutError(f"update {name!r} was accepted but has not finished yet")
         return result.result
+
+    def submit_update_with_start(
+        self,
+        name: str,
+        *update_args: Any,
+        start_args: list[Any] | None = None,
+        options: StartOptions | None = None,
+    ) -> UpdateWithStartResult:
+        """Start the workflow if needed and submit the update, in one transaction; return
+        once both are recorded (``inspect_update`` follows the update later).
+
+        ``options`` defaults to ``return_existing_active``: an active run takes the
+        update; with ``reject_duplicate`` an existing instance refuses the start and
+        no update is submitted.
+        """
+        workflow_cls = _workflow_class(self._workflow_type)
+        codec = get_settings().PAYLOAD_CODEC
+        outcome = updates.update_with_start(
+            instance_id=self._instance_id,
+            workflow_type=self._workflow_type,
+            workflow_class=class_path(workflow_cls) if workflow_cls else "",
+            update_name=name,
+            update_arguments=payloads.plain_arguments(list(update_args), codec),
+            start_arguments=payloads.plain_arguments(start_args or [], codec),
+            options=options or StartOptions.return_existing_active(),
+            queue=getattr(workflow_cls, "queue", None),
+            connection=getattr(workflow_cls, "connection", None),
+        )
+        self._run = runs.current_run(self._instance_id)
+        update = outcome.update
+        return UpdateWithStartResult(
+            start=start_result(outcome.start) if outcome.start is not None else None,
+            update=self._update_result(update.record, update) if update is not None else None,
+        )
+
+    def attempt_update_with_start(
+        self,
+        name: str,
+        *update_args: Any,
+        start_args: list[Any] | None = None,
+        options: StartOptions | None = None,
+        wait_timeout: float | None = None,
+    ) -> UpdateWithStartResult:
+        """``submit_update_with_start``, then wait (bounded) for the update to finish."""
+        submitted = self.submit_update_with_start(
+            name, *update_args, start_args=start_args, options=options
+        )
+        update = submitted.update
+        if update is None or not update.accepted or update.update_id is None:
+            return submitted
+        return dataclasses.replace(submitted, update=self._wait_for(update, wait_timeout))
+
+    def update_with_start(
+        self,
+        name: str,
+        *update_args: Any,
+        start_args: list[Any] | None = None,
+        options: StartOptions | None = None,
+        wait_timeout: float | None = None,
+    ) -> Any:
+        """Start the workflow if needed, run the update, return its result.
+
+        Raises ``WorkflowAlreadyStartedError`` when the start is refused, else as
+        ``update()`` does.
+        """
+        done = self.attempt_update_with_start(
+            name, *update_args, start_args=start_args, options=options, wait_timeout=wait_timeout
+        )
+        if done.update is None:
+            start = done.start
+            assert start is not None
+            raise WorkflowAlreadyStartedError(
+                start.outcome,
+                start.rejection_reason,
+                f"workflow {self._instance_id!r} was already started",
+                command_id=start.command_id,
+            )
+        return self._result_or_raise(name, done.update)
 
     def _handler_failure(self, name: str, result: UpdateResult) -> UpdateHandlerFailedError:
         failure = None
@@ -280,3 +374,22 @@ def update_result(record: UpdateRecord | None, outcome: Any, hint: Any = None) -
         closed_at=record.closed_at,
         metadata=dict(outcome.metadata) if outcome is not None else {},
     )
+
+
+def start_result(start: Any) -> StartResult:
+    """A start command's outcome, as the client reports it."""
+    return StartResult(
+        accepted=start.accepted,
+        outcome=start.outcome,
+        command_id=str(start.command_id),
+        instance_id=start.instance_id,
+        run_id=str(start.run_id) if start.run_id else None,
+        rejection_reason=start.rejection_reason,
+    )
+
+
+def _workflow_class(type_key: str) -> type | None:
+    try:
+        return registry.workflow_class(type_key)
+    except LookupError:
+        return None

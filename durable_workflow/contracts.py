@@ -87,7 +87,7 @@ def check_params(params: list[dict[str, Any]] | None, arguments: Any) -> list[An
                 f"Expected at most {len(params)} arguments, got {len(arguments)}."
             )
         values = list(arguments) + [_MISSING] * (len(params) - len(arguments))
-    ordered = []
+    ordered: list[Any] = []
     for param, value in zip(params, values, strict=False):
         name = param["name"]
         if value is _MISSING:

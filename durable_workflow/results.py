@@ -84,3 +84,16 @@ class UpdateResult:
     @property
     def validation_errors(self) -> dict[str, list[str]]:
         return dict(self.metadata.get("validation_errors") or {})
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateWithStartResult:
+    """What update-with-start did: the start (``None`` when the update was refused before
+    any start) and the update (``None`` when the start was refused)."""
+
+    start: StartResult | None
+    update: UpdateResult | None
+
+    @property
+    def accepted(self) -> bool:
+        return self.update is not None and self.update.accepted

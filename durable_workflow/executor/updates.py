@@ -35,7 +35,11 @@ class UpdateOutcome:
 
 def find_update(run: RunRecord, name: str) -> tuple[str, Any] | None:
     """(durable name, update method) addressed by durable or method name."""
-    updates: dict[str, Any] = getattr(registry.workflow_class(run.workflow_type), "_dw_updates", {})
+    return _find(run.workflow_type, name)
+
+
+def _find(workflow_type: str, name: str) -> tuple[str, Any] | None:
+    updates: dict[str, Any] = getattr(registry.workflow_class(workflow_type), "_dw_updates", {})
     if name in updates:
         return name, updates[name]
     for public, method in updates.items():
@@ -45,35 +49,39 @@ def find_update(run: RunRecord, name: str) -> tuple[str, Any] | None:
 
 
 def _check(run: RunRecord, name: str, arguments: Any) -> tuple[str, list[Any], Rejection | None]:
-    found = find_update(run, name)
-    if found is None:
-        return name, [], Rejection("rejected_unknown_update", "unknown_update")
-    public, method = found
-    if not isinstance(arguments, list | tuple | dict):
-        errors = {"arguments": ["Arguments must be a list or a map."]}
-        return (
-            public,
-            [],
-            Rejection(
-                "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": errors}
-            ),
-        )
-    try:
-        values = contracts.bind_signature(method.fn, arguments)
-    except contracts.ArgumentsInvalid as exc:
-        return (
-            public,
-            [],
-            Rejection(
-                "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": exc.errors}
-            ),
-        )
+    public, values, rejection, method = _contract(run.workflow_type, name, arguments)
+    if rejection is not None:
+        return public, values, rejection
     if messages.pending_signal_count(run.id):
         return public, values, Rejection("rejected_pending_signal", "pending_signal")
     rejection = limit_rejection("pending_update_count", messages.pending_update_count(run.id))
     if rejection is None and method.validator_fn is not None:
         rejection = _validate(run, method.validator_fn, values)
     return public, values, rejection
+
+
+def _contract(
+    workflow_type: str, name: str, arguments: Any
+) -> tuple[str, list[Any], Rejection | None, Any]:
+    """What needs no run: the update is declared and the arguments fit its parameters."""
+    found = _find(workflow_type, name)
+    if found is None:
+        return name, [], Rejection("rejected_unknown_update", "unknown_update"), None
+    public, method = found
+    if not isinstance(arguments, list | tuple | dict):
+        errors = {"arguments": ["Arguments must be a list or a map."]}
+        invalid = Rejection(
+            "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": errors}
+        )
+        return public, [], invalid, method
+    try:
+        values = contracts.bind_signature(method.fn, arguments)
+    except contracts.ArgumentsInvalid as exc:
+        invalid = Rejection(
+            "rejected_invalid_arguments", "invalid_arguments", {"validation_errors": exc.errors}
+        )
+        return public, [], invalid, method
+    return public, values, None, method
 
 
 def _validate(run: RunRecord, validator: Any, values: list[Any]) -> Rejection | None:
@@ -109,7 +117,9 @@ def submit_update(
     *,
     run_id: str | uuid.UUID | None = None,
     source: str = "client",
+    metadata: dict[str, Any] | None = None,
 ) -> UpdateOutcome:
+    """Accept or reject an update on the run; ``metadata`` joins its command's payload."""
     check_name(name, field="update name")
     now = clock.now()
     with transaction.atomic():
@@ -127,7 +137,7 @@ def submit_update(
             outcome="" if accepted else rejection.outcome,  # type: ignore[union-attr]
             rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
             source=source,
-            payload={"update_name": public},
+            payload={"update_name": public, **(metadata or {})},
             metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
             now=now,
         )
@@ -194,3 +204,73 @@ def _message(rejection: Rejection | None) -> str:
     errors = rejection.metadata.get("validation_errors") or {}
     details = "; ".join(m for messages_ in errors.values() for m in messages_)
     return details or rejection.outcome
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateWithStartOutcome:
+    #: The start command (``None`` when the update was refused before any start).
+    start: Any
+    #: The update command (``None`` when the start itself was refused).
+    update: UpdateOutcome | None
+
+
+@retry_transaction
+def update_with_start(
+    *,
+    instance_id: str,
+    workflow_type: str,
+    workflow_class: str,
+    update_name: str,
+    update_arguments: Any,
+    start_arguments: list[Any],
+    options: Any,
+    queue: str | None,
+    connection: str | None,
+    source: str = "client",
+) -> UpdateWithStartOutcome:
+    """Start the workflow (its duplicate policy applied) and submit an update, in one
+    transaction. An undeclared update or arguments that do not fit it are refused before
+    any run exists; a refused start submits nothing. The update's validator runs after
+    the start, against the run it will reach (a new one, or the active one)."""
+    from durable_workflow.executor.start import start_workflow
+
+    check_name(update_name, field="update name")
+    group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "update_with_start"}
+    now = clock.now()
+    with transaction.atomic():
+        public, _, rejection, _ = _contract(workflow_type, update_name, update_arguments)
+        if rejection is not None:
+            runs.reserve_instance(instance_id, workflow_type, now=now)
+            command = commands.record_command(
+                instance_id=instance_id,
+                run_id=None,
+                command_type=CommandType.UPDATE,
+                status=CommandStatus.REJECTED,
+                outcome=rejection.outcome,
+                rejection_reason=rejection.reason,
+                source=source,
+                payload={"update_name": public, **group},
+                metadata=rejection.metadata,
+                now=now,
+            )
+            refused = UpdateOutcome(
+                None, command.id, command.outcome, rejection.reason, rejection.metadata
+            )
+            return UpdateWithStartOutcome(start=None, update=refused)
+        start = start_workflow(
+            instance_id=instance_id,
+            workflow_type=workflow_type,
+            workflow_class=workflow_class,
+            arguments=start_arguments,
+            options=options,
+            queue=queue,
+            connection=connection,
+            source=source,
+            command_metadata=group,
+        )
+        if not start.accepted:
+            return UpdateWithStartOutcome(start=start, update=None)
+        update = submit_update(
+            instance_id, update_name, update_arguments, source=source, metadata=group
+        )
+    return UpdateWithStartOutcome(start=start, update=update)

@@ -23,6 +23,7 @@ _DRAIN_AFTER = (
     "attempt_start",
     "attempt_signal_with_arguments",
     "signal_with_start",
+    "submit_update_with_start",
     "submit_update",
     "attempt_cancel",
     "attempt_terminate",
@@ -96,6 +97,7 @@ def _waits_inline(method: F) -> F:
 _WRAPPERS: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(_DRAIN_AFTER, _drains_after),
     "attempt_update_with_arguments": _update_waits_inline,
+    "attempt_update_with_start": _update_waits_inline,
     "inspect_update": _drains_before_inspect,
     "wait": _waits_inline,
 }

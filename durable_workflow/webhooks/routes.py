@@ -33,6 +33,11 @@ def routes(workflows: Any = None) -> list[URLPattern]:
             view(views.SignalWithStartView),
             name="signal-with-start",
         ),
+        path(
+            "start/<str:alias>/updates/<str:update>",
+            view(views.UpdateWithStartView),
+            name="update-with-start",
+        ),
         path("control-plane/start", view(views.ControlPlaneStartView), name="control-plane-start"),
         path("activities/complete", view(views.CompleteActivityView), name="activity-complete"),
         path("activities/fail", view(views.FailActivityView), name="activity-fail"),

@@ -9,7 +9,7 @@ import pytest
 from durable_workflow import WorkflowStub
 from durable_workflow.webhooks import sign
 from tests.integration.helpers import events_of
-from tests.integration.test_webhooks import post
+from tests.integration.test_webhooks import post, worker_thread  # noqa: F401 (fixture)
 from tests.testapp.models import Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,3 +95,33 @@ def test_the_routes_use_the_signature_scheme(client, settings, inline):
     assert signed.status_code == 200, signed.json()
     inline.run()
     assert stub.refresh().output() == "signed"
+
+
+# ---------------------------------------------------------------- update-with-start
+UWS = "/webhooks/start/order-workflow/updates/mark-ready"
+
+
+def test_update_with_start_starts_then_answers_with_the_update(client, inline, worker_thread):  # noqa: F811
+    body = {"workflow_id": "wh-uws-1", "order_id": 3, "update_arguments": [True, "hook"]}
+    first = post(client, UWS, body)
+    assert first.status_code == 200, first.json()
+    document = first.json()
+    assert document["update_status"] == "completed" and document["result"] == {"approved": True}
+    assert document["start_outcome"] == "started_new"
+    assert document["intake_group_id"]
+    again = post(client, UWS, {**body, "update_arguments": {"approved": True}})
+    assert again.json()["start_outcome"] == "returned_existing_active"
+    refused = post(client, UWS, {**body, "on_duplicate": "reject_duplicate"})
+    assert refused.status_code == 409 and refused.json()["outcome"] == "rejected_duplicate"
+
+
+def test_update_with_start_refuses_before_any_run(client, inline):
+    unknown = post(
+        client,
+        "/webhooks/start/order-workflow/updates/no-such",
+        {"workflow_id": "wh-uws-2", "order_id": 1},
+    )
+    assert unknown.status_code == 404 and unknown.json()["start_outcome"] is None
+    invalid = post(client, UWS, {"workflow_id": "wh-uws-3", "order_id": 1, "update_arguments": 5})
+    assert invalid.status_code == 422
+    assert not WorkflowStub.make("webhooks.order", "wh-uws-2").running()

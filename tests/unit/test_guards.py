@@ -130,6 +130,7 @@ PUBLIC_API = {
     "Lock",
     "Semaphore",
     "all_handlers_finished",
+    "UpdateWithStartResult",
 }
 
 

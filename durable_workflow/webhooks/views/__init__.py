@@ -17,6 +17,7 @@ from durable_workflow.webhooks.views.start import (
     ControlPlaneStartView,
     SignalWithStartView,
     StartView,
+    UpdateWithStartView,
 )
 from durable_workflow.webhooks.views.updates import UpdateView
 
@@ -35,4 +36,5 @@ __all__ = [
     "StartView",
     "TerminateView",
     "UpdateView",
+    "UpdateWithStartView",
 ]

@@ -1,4 +1,4 @@
-"""Start routes: by alias, signal-with-start, and the control-plane start by type key."""
+"""Start routes: by alias, signal- and update-with-start, and the control-plane start."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from durable_workflow import contracts, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import UnknownTypeError
-from durable_workflow.executor import intake, start_workflow
+from durable_workflow.executor import intake, start_workflow, updates
 from durable_workflow.ids import uuid7
 from durable_workflow.options import DuplicateStartPolicy
 from durable_workflow.store import runs
 from durable_workflow.webhooks import exposure, records, responses, validation
 from durable_workflow.webhooks.conf import WebhookSettings
 from durable_workflow.webhooks.views.base import Respond, WebhookView
+from durable_workflow.webhooks.views.updates import update_document
 
 _START_FIELDS = {"workflow_id", "on_duplicate", "visibility"}
 
@@ -152,15 +153,69 @@ class SignalWithStartView(WebhookView):
             command_sequence=records.command_sequence(sent.command_id),
         )
         document.update(
-            start_command_id=str(start.command_id) if start else None,
-            start_command_sequence=records.command_sequence(start.command_id) if start else None,
-            start_outcome=start.outcome if start else None,
-            start_command_status=(
-                ("accepted" if start.accepted else "rejected") if start is not None else None
-            ),
-            intake_group_id=records.intake_group_id(sent.command_id),
+            _linked_start(start), intake_group_id=records.intake_group_id(sent.command_id)
         )
         status = responses.status_of(sent.outcome, accepted=sent.accepted)
+        return responses.json_response(document, status)
+
+
+def _linked_start(start: Any) -> dict[str, Any]:
+    """The ``start_*`` fields of a linked intake (all ``None`` when nothing started)."""
+    return {
+        "start_command_id": str(start.command_id) if start else None,
+        "start_command_sequence": records.command_sequence(start.command_id) if start else None,
+        "start_outcome": start.outcome if start else None,
+        "start_command_status": (
+            ("accepted" if start.accepted else "rejected") if start is not None else None
+        ),
+    }
+
+
+class UpdateWithStartView(WebhookView):
+    """``POST start/<alias>/updates/<update>``: start unless the duplicate policy says
+    otherwise (``return_existing_active`` by default), then submit the update, atomically;
+    waits for it like the update route."""
+
+    def post(self, request: HttpRequest, alias: str, update: str) -> HttpResponse:
+        type_key = exposure.type_for_alias(alias, self.workflows)
+        cls = _workflow_class(type_key, alias)
+        assert type_key is not None
+        data = self.body()
+        instance_id = (
+            validation.instance_id(data["workflow_id"]) if "workflow_id" in data else uuid7().hex
+        )
+        policy = validation.on_duplicate(data.get("on_duplicate", "return_existing_active"))
+        options = validation.start_options(data, policy)
+        update_arguments = validation.arguments(data, "update_arguments")
+        wait_for, timeout = validation.wait_options(data, self.config)
+        reserved = _START_FIELDS | {"update_arguments", "wait_for", "wait_timeout_seconds"}
+        arguments = validation.handle_arguments(
+            cls, {k: v for k, v in data.items() if k not in reserved}
+        )
+        validation.ensure_encodable(arguments)
+        validation.ensure_encodable(update_arguments, "update_arguments")
+        if _held_by_another_type(instance_id, type_key):
+            return _start_response(instance_id, type_key, None)
+        outcome = updates.update_with_start(
+            instance_id=instance_id,
+            workflow_type=type_key,
+            update_name=update,
+            update_arguments=update_arguments,
+            start_arguments=arguments,
+            options=options,
+            source=responses.COMMAND_SOURCE,
+            **_routing(cls),
+        )
+        start, submitted = outcome.start, outcome.update
+        self.ingress(
+            [start.command_id if start else None, submitted and submitted.command_id], data
+        )
+        if submitted is None:  # the start was refused: nothing was submitted
+            return _start_response(instance_id, type_key, start)
+        wait = {"wait_for": wait_for, "wait_timed_out": False, "wait_timeout_seconds": timeout}
+        document, status = update_document(instance_id, type_key, submitted, wait, self.config)
+        document.update(_linked_start(start))
+        document["intake_group_id"] = records.intake_group_id(submitted.command_id)
         return responses.json_response(document, status)
 
 

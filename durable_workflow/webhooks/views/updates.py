@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -10,8 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import updates
 from durable_workflow.models import UpdateStatus, WorkflowUpdate
+from durable_workflow.store import runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
 from durable_workflow.webhooks import records, responses, validation
+from durable_workflow.webhooks.conf import WebhookSettings
 from durable_workflow.webhooks.views.base import Respond, WebhookView
 
 _UPDATE_STATUS = {"completed": 200, "failed": 422, "accepted": 202}
@@ -62,6 +65,29 @@ def _document(
     return document, _UPDATE_STATUS.get(row.status, 200)
 
 
+def update_document(
+    instance_id: str,
+    workflow_type: str,
+    outcome: Any,
+    wait: dict[str, Any],
+    config: WebhookSettings,
+) -> tuple[dict[str, Any], int]:
+    """The answer to a submitted update (waiting first, as ``wait`` says): the update
+    document, or a refusal's envelope when no run took it."""
+    instance = runs.get_instance(instance_id)
+    assert instance is not None
+    if outcome.record is None:
+        response = UpdateView.not_started(instance, None, outcome, wait)
+        return json.loads(response.content), response.status_code
+    if outcome.record.status == UpdateStatus.ACCEPTED and wait["wait_timeout_seconds"] is not None:
+        poll = config.UPDATE_POLL_INTERVAL_MS or get_settings().UPDATE_POLL_INTERVAL_MS
+        wait["wait_timed_out"] = not _wait_until_closed(
+            outcome.record.id, wait["wait_timeout_seconds"], poll
+        )
+    row = WorkflowUpdate.objects.select_related("command").get(id=outcome.record.id)
+    return _document(instance, None, row, wait=wait)
+
+
 class UpdateView(WebhookView):
     """``POST instances/<id>[/runs/<run>]/updates/<name>`` and ``GET .../updates/<update_id>``."""
 
@@ -87,7 +113,7 @@ class UpdateView(WebhookView):
         self.ingress([outcome.command_id], data)
         wait = {"wait_for": wait_for, "wait_timed_out": False, "wait_timeout_seconds": timeout}
         if outcome.record is None:
-            return self._not_started(instance, selected, outcome, wait)
+            return self.not_started(instance, selected, outcome, wait)
         if outcome.record.status == UpdateStatus.ACCEPTED and timeout is not None:
             poll = self.config.UPDATE_POLL_INTERVAL_MS or get_settings().UPDATE_POLL_INTERVAL_MS
             wait["wait_timed_out"] = not _wait_until_closed(outcome.record.id, timeout, poll)
@@ -114,7 +140,7 @@ class UpdateView(WebhookView):
         return responses.json_response(document, status)
 
     @staticmethod
-    def _not_started(
+    def not_started(
         instance: InstanceRecord, selected: RunRecord | None, outcome: Any, wait: dict[str, Any]
     ) -> HttpResponse:
         document = responses.command_envelope(

@@ -8,7 +8,7 @@ import pytest
 
 from durable_workflow import StartOptions, WorkflowStub, clock, executor
 from durable_workflow.executor import activity_task
-from durable_workflow.executor.heartbeat import HeartbeatProgressError, _progress
+from durable_workflow.executor.heartbeat import HeartbeatProgressError, check_progress
 from durable_workflow.models import ActivityExecution, Task, WorkflowFailure
 from tests.integration.helpers import event_types, events_of, start
 from tests.testapp.models import Invocation
@@ -189,14 +189,14 @@ def test_heartbeat_timeout(inline):
 )
 def test_heartbeat_progress_validation(bad):
     with pytest.raises(HeartbeatProgressError):
-        _progress(bad)
+        check_progress(bad)
 
 
 def test_heartbeat_progress_normalisation():
-    assert _progress({}) is None
-    assert _progress({"current": 2.0, "total": 10, "unit": "rows"}) == {
+    assert check_progress({}) is None
+    assert check_progress({"current": 2.0, "total": 10, "unit": "rows"}) == {
         "current": 2,
         "total": 10,
         "unit": "rows",
     }
-    assert list(_progress({"details": {"b": 1, "a": "x"}})["details"]) == ["a", "b"]
+    assert list(check_progress({"details": {"b": 1, "a": "x"}})["details"]) == ["a", "b"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from durable_workflow import WorkflowStub
 from durable_workflow.testing import travel
+from tests.testing import pattern_scenarios
 
 IGNORED_EVENTS = {"ActivityHeartbeatRecorded"}
 
@@ -263,6 +264,7 @@ SCENARIOS = [
     Scenario("data-messages", _data_messages),
     Scenario("data-child-and-continue", _data_chain),
 ]
+SCENARIOS += pattern_scenarios.scenarios()  # issue 21's everyday patterns
 
 
 def outcome(scenario: Scenario, stub: WorkflowStub) -> dict[str, Any]:

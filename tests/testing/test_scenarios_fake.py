@@ -75,6 +75,37 @@ EXPECTED = {
             },
         },
     ),
+    # issue 21's everyday patterns (tests/testing/pattern_scenarios.py)
+    "start-child-handle": ("completed", {"value": "x", "go": "now"}),
+    "child-handles-in-select": ("completed", ["fast", {"echo": 2}, "late"]),
+    "child-handle-cancel": ("completed", "child cancelled"),
+    "child-instance-id": ("completed", {"own_id": True, "result": {"echo": 6}}),
+    "child-instance-id-taken": ("completed", ["rejected_duplicate", "instance_already_started"]),
+    "external-signal": ("completed", "sent"),
+    "external-cancel": ("completed", "cancel requested"),
+    "workflow-info": (
+        "completed",
+        {
+            "ids": [True, True, 1, "tests.patterns.introspects"],
+            "grew": True,
+            "memo": [{}, {"stage": "after"}],
+            "activity": {
+                "activity_id": True,
+                "type": "tests.patterns.reports-info",
+                "attempt": 2,
+                "workflow": [True, "tests.patterns.introspects"],
+                "previous_heartbeat": {"message": "half way", "current": 5, "total": 10},
+                "times": [True, True],
+                "token": True,
+            },
+            "child_parent": True,
+        },
+    ),
+    "update-with-start": ("completed", ["a", "b", "c"]),
+    "handlers-lock": ("completed", ["a:in", "a:out", "b:in", "b:out", "c:in", "c:out"]),
+    "async-completion": ("completed", {"approved": True}),
+    "subsecond-timers": ("completed", True),
+    "schedule-manual-trigger": ("completed", True),
 }
 
 

@@ -70,8 +70,10 @@ def info_shape(output: Any, stub: WorkflowStub) -> Any:
 def update_with_start(d: Any, iid: str) -> WorkflowStub:
     stub = WorkflowStub.make("tests.approval", iid)
     for count, item in enumerate(("a", "b", "c"), start=1):
-        assert stub.update_with_start("add-item", item, start_args=["updates"]) == count
+        submitted = stub.submit_update_with_start("add-item", item, start_args=["updates"])
+        assert submitted.update is not None and submitted.update.update_id is not None
         d.settle()
+        assert stub.inspect_update(submitted.update.update_id).result == count
     return stub
 
 

@@ -243,6 +243,7 @@ class Guarded(Workflow):
         self.lock = dw.Lock()
         self.pair = dw.Semaphore(2)
         self.log: list[str] = []
+        self.opened: list[str] = []
         self.done = False
 
     @dw.update("locked")
@@ -260,6 +261,19 @@ class Guarded(Workflow):
             dw.timer(1)
             self.log.append(f"{tag}:out")
         return tag
+
+    @dw.update("gated")
+    def gated(self, tag: str) -> str:
+        """Holds the lock until the ``open`` update lets ``tag`` out."""
+        with self.lock:
+            self.log.append(f"{tag}:in")
+            dw.wait(lambda: tag in self.opened)
+            self.log.append(f"{tag}:out")
+        return tag
+
+    @dw.update("open")
+    def open(self, tag: str) -> None:
+        self.opened.append(tag)
 
     @dw.update("finish")
     def finish(self) -> bool:

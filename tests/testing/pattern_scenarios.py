@@ -79,13 +79,14 @@ def update_with_start(d: Any, iid: str) -> WorkflowStub:
 
 def handlers_lock(d: Any, iid: str) -> WorkflowStub:
     stub = d.start("tests.patterns.guarded", iid)
-    for tag in ("a", "b", "c"):
-        stub.submit_update("locked", tag)
+    for tag in ("a", "b", "c"):  # a takes the lock; b and c queue behind it
+        stub.submit_update("gated", tag)
         d.settle()
     stub.submit_update("finish")
     d.settle()
-    for _ in range(3):  # each holder sleeps 1 s under the lock, one after the other
-        d.sleep(1.2)
+    for tag in ("c", "a", "b"):  # c is let out first, but only gets the lock after b
+        stub.submit_update("open", tag)
+        d.settle()
     return stub
 
 

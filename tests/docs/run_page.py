@@ -17,6 +17,7 @@ import shlex
 import sys
 import threading
 import traceback
+import types
 
 from tests.docs.blocks import Block, blocks
 
@@ -28,7 +29,11 @@ def main(page: pathlib.Path, scratch: pathlib.Path) -> int:
 
     django.setup()
     stop = _worker()
-    namespace: dict[str, object] = {"__name__": "__docs__"}
+    # The page's module is registered like an imported one: dataclasses and the data
+    # converter look classes up through sys.modules by their __module__.
+    module = types.ModuleType("__docs__")
+    sys.modules[module.__name__] = module
+    namespace: dict[str, object] = module.__dict__
     try:
         for block in blocks(page):
             if block.mark == "fragment":

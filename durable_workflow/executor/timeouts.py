@@ -94,11 +94,6 @@ def enforce_run_deadline(run_id: Any, *, now: dt.datetime) -> bool:
 
 
 # ----------------------------------------------------------------- activity
-def _policy_seconds(execution: ActivityRecord, key: str) -> int | None:
-    value = execution.options.get(key)
-    return int(value) if value else None
-
-
 def schedule_deadlines(options: dict[str, Any], now: dt.datetime) -> dict[str, dt.datetime | None]:
     """Deadlines fixed when an activity is scheduled (or re-queued for a retry)."""
 

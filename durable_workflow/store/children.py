@@ -70,11 +70,6 @@ def create_call(
     return _record(row)
 
 
-def call_for_child(parent_run_id: uuid.UUID, sequence: int) -> ChildCallRecord | None:
-    row = ChildCall.objects.filter(parent_run_id=parent_run_id, sequence=sequence).first()
-    return _record(row) if row else None
-
-
 def record_outcome(
     parent_run_id: uuid.UUID,
     sequence: int,

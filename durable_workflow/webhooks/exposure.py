@@ -85,10 +85,3 @@ def type_for_alias(alias: str, explicit: Explicit = None) -> str | None:
 
 def is_exposed(type_key: str, explicit: Explicit = None) -> bool:
     return type_key in alias_map(explicit).values()
-
-
-def alias_for_type(type_key: str, explicit: Explicit = None) -> str | None:
-    for alias, key in alias_map(explicit).items():
-        if key == type_key:
-            return alias
-    return None

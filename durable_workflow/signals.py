@@ -30,6 +30,10 @@ activity_failed = Signal()
 #: A workflow task failed and parked its run (no history event: the run is untouched).
 workflow_task_failed = Signal()
 
+#: A failure row committed (any source: run, activity, update, parked workflow task).
+#: The one hook for error reporting; ``event`` is a ``FailureRecordedEvent``.
+failure_recorded = Signal()
+
 #: ``LifecycleEvent.event_type`` of ``workflow_task_failed``.
 WORKFLOW_TASK_FAILED = "WorkflowTaskFailed"
 
@@ -52,6 +56,28 @@ class LifecycleEvent:
     exception_class: str | None = None
     message: str | None = None
     reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureRecordedEvent:
+    """A committed failure row: its id and source, and the run it belongs to.
+
+    ``source_kind`` is ``workflow_run``, ``activity_execution``, ``workflow_update``
+    or ``workflow_task``; ``source_id`` is the run, execution, update or task id.
+    """
+
+    failure_id: str
+    source_kind: str
+    source_id: str
+    failure_category: str
+    exception_type: str
+    exception_class: str
+    message: str
+    instance_id: str
+    run_id: str
+    workflow_type: str
+    workflow_class: str
+    committed_at: dt.datetime
 
 
 #: History event type -> the signal announcing it.

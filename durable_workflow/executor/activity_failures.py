@@ -14,10 +14,10 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import matches
 from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import wake_workflow
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
-from durable_workflow.store import activities, commands, tasks
+from durable_workflow.store import activities, tasks
 from durable_workflow.store.records import ActivityRecord
 
 
@@ -109,9 +109,9 @@ def record_final_failure(
     wake: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The activity failed for good: failure row, closed execution, the workflow woken."""
-    failure_id = commands.record_failure_of(
+    failure_id = lifecycle.record_failure_of(
         info,
-        run_id=run.id,
+        run,
         source_kind="activity_execution",
         source_id=str(execution.id),
         non_retryable=non_retryable,

@@ -6,8 +6,9 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.engine.events import EventType
+from durable_workflow.executor import lifecycle
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus, WorkflowRun
-from durable_workflow.store import activities, commands, messages, runs, sql, tasks
+from durable_workflow.store import activities, messages, runs, sql, tasks
 from durable_workflow.store import children as child_store
 from durable_workflow.store.records import RunRecord
 
@@ -57,9 +58,9 @@ def abandon_updates(
             message=f"the workflow run closed ({reason}) before the update finished",
             non_retryable=True,
         )
-        failure_id = commands.record_failure_of(
+        failure_id = lifecycle.record_failure_of(
             info,
-            run_id=run.id,
+            run,
             source_kind="workflow_update",
             source_id=update_id,
             category="application",
@@ -126,8 +127,8 @@ def close_as(
     now: dt.datetime,
 ) -> list[Event]:
     """Close the run as cancelled or terminated (open work first, then the final event)."""
-    failure_id = commands.record_failure(
-        run_id=run.id,
+    failure_id = lifecycle.record_failure(
+        run,
         source_kind="workflow_run",
         source_id=str(run.id),
         failure_category=category,
@@ -161,7 +162,7 @@ def continue_as_new(
     parent link, and every signal, update and message that was received but not
     yet consumed, in the order this run received them.
     """
-    from durable_workflow.executor import children, lifecycle
+    from durable_workflow.executor import children
     from durable_workflow.executor.common import wake_workflow
 
     carried = runs.continuation_fields(run.id)

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 
+from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import HistoryEvent
-from durable_workflow.signals import SIGNAL_OF_EVENT, SIGNAL_OF_FACT, LifecycleEvent
-from durable_workflow.store import history
+from durable_workflow.signals import (
+    SIGNAL_OF_EVENT,
+    SIGNAL_OF_FACT,
+    FailureRecordedEvent,
+    LifecycleEvent,
+    failure_recorded,
+)
+from durable_workflow.store import commands, history
 from durable_workflow.store.records import RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -40,7 +48,58 @@ def announce(run: RunRecord, kind: str, payload: dict[str, Any]) -> None:
         transaction.on_commit(lambda: _send(signal, event), robust=True)
 
 
-def _send(signal: Any, event: LifecycleEvent) -> None:
+def record_failure(run: RunRecord, **fields: Any) -> uuid.UUID:
+    """``store.commands.record_failure`` for ``run``, announced by ``failure_recorded``
+    once it commits. Every failure row is written through here (or ``record_failure_of``)."""
+    failure_id = commands.record_failure(run_id=run.id, **fields)
+    if failure_recorded.has_listeners():
+        event = FailureRecordedEvent(
+            failure_id=str(failure_id),
+            source_kind=fields["source_kind"],
+            source_id=fields["source_id"],
+            failure_category=fields["failure_category"],
+            exception_type=fields["exception_type"],
+            exception_class=fields["exception_class"],
+            message=fields["message"],
+            instance_id=run.instance_id,
+            run_id=str(run.id),
+            workflow_type=run.workflow_type,
+            workflow_class=run.workflow_class,
+            committed_at=dt.datetime.now(dt.UTC),
+        )
+        transaction.on_commit(lambda: _send(failure_recorded, event), robust=True)
+    return failure_id
+
+
+def record_failure_of(
+    info: FailureInfo,
+    run: RunRecord,
+    *,
+    source_kind: str,
+    source_id: str,
+    now: dt.datetime,
+    category: str | None = None,
+    non_retryable: bool | None = None,
+    details: dict[str, Any] | None = None,
+) -> uuid.UUID:
+    """:func:`record_failure` for a described exception; ``category``,
+    ``non_retryable`` and ``details`` override what ``info`` says."""
+    return record_failure(
+        run,
+        source_kind=source_kind,
+        source_id=source_id,
+        failure_category=info.category if category is None else category,
+        exception_type=info.exception_type,
+        exception_class=info.exception_class,
+        message=info.message,
+        traceback=info.traceback,
+        non_retryable=info.non_retryable if non_retryable is None else non_retryable,
+        details=info.details if details is None else details,
+        now=now,
+    )
+
+
+def _send(signal: Any, event: LifecycleEvent | FailureRecordedEvent) -> None:
     signal.send_robust(sender=event.workflow_type, event=event)
 
 

@@ -26,7 +26,7 @@ from durable_workflow.exceptions import (
 from durable_workflow.executor import lifecycle
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.signals import WORKFLOW_TASK_FAILED
-from durable_workflow.store import commands, tasks
+from durable_workflow.store import tasks
 from durable_workflow.store.records import RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -61,9 +61,9 @@ def park(
     details: dict[str, Any] | None = None,
 ) -> None:
     """Fail the task with ``info``: a failure row, the task's note, a signal on commit."""
-    commands.record_failure_of(
+    lifecycle.record_failure_of(
         info,
-        run_id=run.id,
+        run,
         source_kind="workflow_task",
         source_id=str(task_id),
         category=FailureCategory.TASK_FAILURE,

@@ -14,7 +14,7 @@ from durable_workflow.authoring.visibility import encoded_size, merge
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch, streams
+from durable_workflow.executor import dispatch, lifecycle, streams
 from durable_workflow.executor.children import cancel_workflow, signal_workflow, start_child
 from durable_workflow.executor.closing import (
     abandon_updates,
@@ -31,7 +31,7 @@ from durable_workflow.models import (
     TaskType,
     UpdateStatus,
 )
-from durable_workflow.store import activities, commands, messages, tasks
+from durable_workflow.store import activities, messages, tasks
 from durable_workflow.store import visibility as visibility_store
 from durable_workflow.store.records import RunRecord
 
@@ -203,9 +203,9 @@ def _complete_update(run: RunRecord, command: c.CompleteUpdate, now: dt.datetime
         payload["result"] = command.result
     else:
         info = command.failure
-        failure_id = commands.record_failure_of(
+        failure_id = lifecycle.record_failure_of(
             info,
-            run_id=run.id,
+            run,
             source_kind="workflow_update",
             source_id=command.update_id,
             category="application",
@@ -365,8 +365,8 @@ def _close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[
         events = finish(run, {"result": closed.result}, now=now)
         return [*events, (EventType.WORKFLOW_COMPLETED, {"result": closed.result})]
     info = closed.failure
-    failure_id = commands.record_failure_of(
-        info, run_id=run.id, source_kind="workflow_run", source_id=str(run.id), now=now
+    failure_id = lifecycle.record_failure_of(
+        info, run, source_kind="workflow_run", source_id=str(run.id), now=now
     )
     run.set(status=RunStatus.FAILED, closed_reason="failed", closed_at=now)
     final = {

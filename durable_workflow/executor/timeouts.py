@@ -27,7 +27,7 @@ from durable_workflow.models import (
     RunStatus,
     TaskType,
 )
-from durable_workflow.store import activities, commands, runs, tasks
+from durable_workflow.store import activities, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -49,8 +49,8 @@ def expired_deadline(run: RunRecord, now: dt.datetime) -> tuple[str, dt.datetime
 def time_out_run(run: RunRecord, kind: str, deadline: dt.datetime, *, now: dt.datetime) -> None:
     """Close the run failed/timed_out; the caller holds the run lock."""
     message = f"the workflow {kind.replace('_', ' ')} passed at {deadline.isoformat()}"
-    failure_id = commands.record_failure(
-        run_id=run.id,
+    failure_id = lifecycle.record_failure(
+        run,
         source_kind="workflow_run",
         source_id=str(run.id),
         failure_category="timeout",

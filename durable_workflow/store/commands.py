@@ -7,7 +7,6 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.ids import uuid7
 from durable_workflow.models import WorkflowCommand, WorkflowFailure
 from durable_workflow.store.records import CommandRecord
@@ -81,34 +80,6 @@ def record_failure(
         created_at=now,
     )
     return row.id
-
-
-def record_failure_of(
-    info: FailureInfo,
-    *,
-    run_id: uuid.UUID,
-    source_kind: str,
-    source_id: str,
-    now: dt.datetime,
-    category: str | None = None,
-    non_retryable: bool | None = None,
-    details: dict[str, Any] | None = None,
-) -> uuid.UUID:
-    """:func:`record_failure` for a described exception; ``category``,
-    ``non_retryable`` and ``details`` override what ``info`` says."""
-    return record_failure(
-        run_id=run_id,
-        source_kind=source_kind,
-        source_id=source_id,
-        failure_category=info.category if category is None else category,
-        exception_type=info.exception_type,
-        exception_class=info.exception_class,
-        message=info.message,
-        traceback=info.traceback,
-        non_retryable=info.non_retryable if non_retryable is None else non_retryable,
-        details=info.details if details is None else details,
-        now=now,
-    )
 
 
 @dataclasses.dataclass(frozen=True)

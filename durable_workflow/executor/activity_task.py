@@ -35,6 +35,7 @@ from durable_workflow.executor import (
     handback,
     hooks,
     lifecycle,
+    poison,
     session_tasks,
     speculation,
     tokens,
@@ -364,9 +365,15 @@ def _settle_results(
         if ready:
             wake_workflow(run, now=now, ready=True)  # that task reads these results too
         else:
-            here = not others_open and _eager_ok(run, first.execution)
+            # A result after a lost lease (a task claimed again) may follow one whose
+            # in-place workflow task killed its process and took that result with it:
+            # the task goes the regular way then, its first attempt counted before it
+            # runs (``poison``).
+            retried = any(lease.generation > 1 for lease in leases)
+            here = not retried and not others_open and _eager_ok(run, first.execution)
             if not here:
-                wake_workflow(run, now=now, ready=False)
+                flagged = dict(poison.COUNT_FIRST) if retried else None
+                wake_workflow(run, now=now, ready=False, payload=flagged)
         events = []
         for lease, value in kept:
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)

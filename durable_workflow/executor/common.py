@@ -100,21 +100,27 @@ def _in_transaction() -> bool:
 
 
 def wake_workflow(
-    run: RunRecord, *, now: dt.datetime, eager: bool = False, ready: bool | None = None
+    run: RunRecord,
+    *,
+    now: dt.datetime,
+    eager: bool = False,
+    ready: bool | None = None,
+    payload: dict[str, Any] | None = None,
 ) -> Any:
     """Make sure exactly one ready workflow task exists for the run.
 
     With ``eager`` a newly created task is not published: its id is returned so
     the caller can run it at once, in this process, after its transaction
     commits. If that never happens, the repair pass publishes it. ``ready``: the
-    caller has just looked whether a ready workflow task exists.
+    caller has just looked whether a ready workflow task exists. ``payload``: that of
+    a newly created task.
     """
 
     created = None
     if ready is None:
         ready = tasks.ready_workflow_task(run.id) is not None
     if not ready:
-        (task,) = tasks.save_tasks([workflow_task_row(run, now=now)])
+        (task,) = tasks.save_tasks([workflow_task_row(run, now=now, payload=payload)])
         if eager:
             created = task.id
         else:

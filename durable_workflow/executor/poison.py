@@ -10,7 +10,9 @@ make those attempts countable on the task's ``attempt_count``:
 * an attempt that may follow a lost one (its message was redelivered or re-sent,
   or the task counts attempts already) is counted *before* it runs, in a
   transaction of its own, so that its process dying still leaves the count.
-  The first attempt of a task costs nothing extra.
+  The first attempt of a task costs nothing extra, unless the task is flagged
+  ``COUNT_FIRST`` (its step may have died once already, run in place with an
+  activity's result).
 
 Once ``WORKFLOW_TASK_MAX_ATTEMPTS`` attempts ended without an outcome the task
 is parked (``parking.park``): a failure row, the ``workflow_task_failed``
@@ -49,6 +51,11 @@ TRANSIENT = (OperationalError, InterfaceError)
 #: ``_start_once`` asks for the attempt to be counted before it claims the task.
 MARK = "mark"
 
+#: The payload of a workflow task whose first attempt is counted before it runs: one
+#: woken by an activity result that came after a lost attempt (that attempt's result may
+#: have died with the same step run in place, in its transaction).
+COUNT_FIRST = {"count_first": True}
+
 
 @dataclasses.dataclass
 class Attempt:
@@ -65,7 +72,12 @@ def needs_mark(task: TaskRecord, attempt: Attempt) -> bool:
     """Must this attempt be counted before it runs: may an earlier one have died?"""
     if attempt.counted or not get_settings().WORKFLOW_TASK_MAX_ATTEMPTS:
         return False
-    return attempt.redelivered or task.attempt_count > 0 or task.dispatch_count > 1
+    return (
+        attempt.redelivered
+        or task.attempt_count > 0
+        or task.dispatch_count > 1
+        or bool(task.payload.get("count_first"))
+    )
 
 
 @retry_transaction

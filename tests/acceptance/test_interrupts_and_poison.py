@@ -78,3 +78,23 @@ def test_a_workflow_task_that_kills_its_worker_is_parked_and_named(start_worker,
     resume = next(c for c in snapshot["checks"] if c["id"] == "durable_resume_paths")
     assert status == 503 and "accept-poison" in resume["message"]
     assert Invocation.objects.count() == 0
+
+
+def test_a_body_that_kills_its_worker_after_an_activity_runs_at_most_attempts_plus_one(
+    start_worker, tmp_path
+):
+    """The reliability suite's poison workflow: the body dies after an activity, so the
+    task its result wakes is the poison one. With eager workflow tasks that body first
+    runs inside the transaction recording the activity's result, whose death takes the
+    result with it (the activity runs again once its lease expires). The body must still
+    run at most ``WORKFLOW_TASK_MAX_ATTEMPTS`` + 1 times before the task is parked."""
+    trace = tmp_path / "attempts"
+    env = {"DW_WORKFLOW_TASK_MAX_ATTEMPTS": "2"}
+    worker = start_worker(pool="prefork", lease_seconds=3, env=env)
+    stub = WorkflowStub.make("tests.crashing-after-step", "accept-poison-after-step")
+    stub.start(str(trace))
+    parked = lambda: stub.refresh().running() and stub.describe().parked  # noqa: E731
+    wait_for(parked, timeout=120, message=worker.output())
+    assert len(trace.read_text().split()) <= 3, worker.output()
+    row = WorkflowFailure.objects.get(run_id=stub.run_id())
+    assert row.details["task_failure_reason"] == "repeated_attempts"

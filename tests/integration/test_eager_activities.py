@@ -216,8 +216,16 @@ def test_the_schedule_and_the_start_commit_together(recorder):
     clock.advance(dt.timedelta(seconds=settings.DURABLE_WORKFLOW["ACTIVITY_LEASE_SECONDS"] + 1))
     assert executor.repair_pass().reclaimed == 1
     assert sent(recorder, "activity") == 1
+    published = sent(recorder, "workflow")
     assert executor.run_activity_task(activity.id) == "completed"
+    # A result after a lost attempt does not go on in place (the lost one may have died
+    # there): the workflow task is published, its first attempt counted before it runs.
+    assert stub.refresh().status() == "pending" and sent(recorder, "workflow") == published + 1
+    woken = [t for t in tasks_of(stub, "workflow") if t.status == "ready"]
+    assert len(woken) == 1 and woken[0].payload == {"count_first": True}
+    assert executor.run_workflow_task(woken[0].id) == "completed"
     assert stub.refresh().status() == "completed"
+    assert Task.objects.get(id=woken[0].id).attempt_count == 1
     assert event_types(stub).count("ActivityStarted") == 2
 
 

@@ -179,3 +179,22 @@ class Crashing(Workflow):
         with open(trace, "a") as handle:
             handle.write(f"{os.getpid()}\n")
         os._exit(17)
+
+
+class CrashingAfterStep(Workflow):
+    """Runs one activity, then its body makes the worker process exit, on every replay:
+    the workflow task the activity's result wakes is the poison one (the reliability
+    suite's poison workflow). Each body run after the activity appends a line to
+    ``trace``."""
+
+    type_key = "tests.crashing-after-step"
+
+    def handle(self, trace: str) -> None:
+        import os
+
+        from tests.testapp.workflows import Add
+
+        dw.activity(Add, 2, 3)
+        with open(trace, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        os._exit(17)

@@ -271,6 +271,15 @@ class Guarded(Workflow):
             self.log.append(f"{tag}:out")
         return tag
 
+    @dw.update("gated-pair")
+    def gated_pair(self, tag: str) -> str:
+        """Holds one of the semaphore's two permits until ``open`` lets ``tag`` out."""
+        with self.pair:
+            self.log.append(f"{tag}:in")
+            dw.wait(lambda: tag in self.opened)
+            self.log.append(f"{tag}:out")
+        return tag
+
     @dw.update("open")
     def open(self, tag: str) -> None:
         self.opened.append(tag)

@@ -90,6 +90,19 @@ def handlers_lock(d: Any, iid: str) -> WorkflowStub:
     return stub
 
 
+def handlers_semaphore(d: Any, iid: str) -> WorkflowStub:
+    stub = d.start("tests.patterns.guarded", iid)
+    for tag in ("a", "b", "c"):  # a and b take the two permits; c queues behind them
+        stub.submit_update("gated-pair", tag)
+        d.settle()
+    stub.submit_update("finish")
+    d.settle()
+    for tag in ("c", "b", "a"):  # c is let out first, but only gets a permit once b leaves
+        stub.submit_update("open", tag)
+        d.settle()
+    return stub
+
+
 def async_completion(d: Any, iid: str) -> WorkflowStub:
     from tests.testapp.models import Invocation
 
@@ -143,6 +156,7 @@ def scenarios() -> list[Any]:
         Scenario("workflow-info", workflow_info, info_shape),
         Scenario("update-with-start", update_with_start),
         Scenario("handlers-lock", handlers_lock),
+        Scenario("handlers-semaphore", handlers_semaphore),
         Scenario("async-completion", async_completion),
         Scenario("subsecond-timers", subsecond_timers, never_early),
         Scenario("schedule-manual-trigger", schedule_manual_trigger, slept),

@@ -103,6 +103,7 @@ EXPECTED = {
     ),
     "update-with-start": ("completed", ["a", "b", "c"]),
     "handlers-lock": ("completed", ["a:in", "a:out", "b:in", "b:out", "c:in", "c:out"]),
+    "handlers-semaphore": ("completed", ["a:in", "b:in", "b:out", "c:in", "c:out", "a:out"]),
     "async-completion": ("completed", {"approved": True}),
     "subsecond-timers": ("completed", True),
     "schedule-manual-trigger": ("completed", True),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable_workflow.models import WorkflowRun, WorkflowSignal, WorkflowUpdate
+from durable_workflow.models import WorkflowMessage, WorkflowRun, WorkflowSignal, WorkflowUpdate
 from tests.integration.helpers import events_of, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,6 +60,30 @@ def test_updates_and_signals_keep_their_arrival_order(inline):
     assert carried == ["SignalReceived"]
     second = WorkflowStubRun(_runs("carry-mixed")[1].id)
     assert [e["update_name"] for e in events_of(second, "UpdateAccepted")] == ["push"]
+
+
+def test_messages_after_the_decision_reach_the_next_run_in_stream_order(inline):
+    stub = start("tests.patterns.carry", "carry-messages", [], 2)
+    inline.run()
+    stub.signal("add", "s1")  # consumed by run 1, which then continues as new
+    stub.send_message("requests", "m1")
+    stub.signal("add", "s2")
+    stub.send_message("requests", "m2")
+    inline.run()
+    assert stub.refresh().output() == ["s1", "s2"]
+    first, second = _runs("carry-messages")
+    history = WorkflowStubRun(second.id).history()
+    carried = [e.payload for e in history if e.payload.get("carried_from_run_id")]
+    assert {p["carried_from_run_id"] for p in carried} == {str(first.id)}
+    # A stream keeps its own order (the run records a message when a workflow task sees it,
+    # so its place among signals is the old run's history order, not the send order).
+    assert [p.get("payload_reference") for p in carried if "message_id" in p] == ["m1", "m2"]
+    assert [p["signal_name"] for p in carried if "signal_id" in p] == ["add"]  # s2
+    pending = WorkflowMessage.objects.filter(target_instance_id="carry-messages")
+    assert {(m.payload_reference, m.target_run_id, m.status) for m in pending} == {
+        ("m1", second.id, "pending"),
+        ("m2", second.id, "pending"),
+    }
 
 
 def WorkflowStubRun(run_id):  # noqa: N802

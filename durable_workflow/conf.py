@@ -106,8 +106,9 @@ class Settings:
     STICKY_TTL_SECONDS: int = 300
     #: Cache alias whose lock keeps schedule ticks from overlapping (django-redis in production).
     SCHEDULE_LOCK_CACHE: str = "default"
-    #: How long a tick may hold that lock before it is presumed dead.
-    SCHEDULE_LOCK_TIMEOUT_SECONDS: int = 300
+    #: Lifetime of that lock (renewed every third of it while a tick runs): how long a
+    #: ticker that died inside a tick keeps the others out.
+    SCHEDULE_LOCK_TIMEOUT_SECONDS: int = 5
     #: Seconds between ticks for ``schedule_tick --loop`` and the Celery beat entry.
     SCHEDULE_TICK_INTERVAL_SECONDS: float = 10.0
     #: Namespace stamped on schedules (and, later, on runs) of this deployment.

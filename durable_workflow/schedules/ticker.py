@@ -2,7 +2,9 @@
 
 Two guards, belt and braces. A cache lock (a Redis lock with django-redis, an
 ``add``-based lock with any other cache) lets one ticker at a time do the work,
-so the others return at once. Correctness does not depend on it: each schedule
+so the others return at once; it lives a few seconds and is renewed while its
+tick runs, so a ticker that dies inside a tick holds the others off only that
+long. Correctness does not depend on it: each schedule
 is evaluated in its own transaction under its row lock, and every fire slot is
 a row with a unique (schedule, slot) key, so two ticks that overlap anyway
 (lock expired, process-local cache) can never start the same slot twice.
@@ -13,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.core.cache import caches
@@ -42,32 +45,90 @@ class TickReport:
 def lock_settings() -> tuple[str, float]:
     settings = get_settings()
     alias = getattr(settings, "SCHEDULE_LOCK_CACHE", None) or "default"
-    timeout = float(getattr(settings, "SCHEDULE_LOCK_TIMEOUT_SECONDS", None) or 300)
+    timeout = float(getattr(settings, "SCHEDULE_LOCK_TIMEOUT_SECONDS", None) or DEFAULT_TIMEOUT)
     return alias, timeout
+
+
+#: The lock's lifetime when the setting is 0: short, since a dead holder keeps every other
+#: ticker out that long; a live one renews it every third of that.
+DEFAULT_TIMEOUT = 5.0
+
+#: Name of the thread that renews a held lock while its tick runs.
+RENEWER_THREAD = "durable-workflow-tick-lock"
+
+#: How the lock this process holds is renewed (``None``: it holds none).
+_renew: Callable[[], bool] | None = None
+
+
+def renew_held_lock() -> bool:
+    """Give the held ticker lock its full lifetime again; ``False`` when this process
+    holds none, or lost it (it expired and another ticker took it)."""
+    renew = _renew
+    if renew is None:
+        return False
+    try:
+        return renew()
+    except Exception:  # the cache is unreachable: the tick goes on, the rows still guard it
+        logger.warning("could not renew the schedule ticker lock", exc_info=True)
+        return False
 
 
 @contextlib.contextmanager
 def tick_lock() -> Iterator[bool]:
-    """Yield True when this process holds the ticker lock (never waits for it)."""
+    """Yield True when this process holds the ticker lock (never waits for it).
+
+    The lock lives ``SCHEDULE_LOCK_TIMEOUT_SECONDS`` (5 s by default) and a thread renews
+    it every third of that while the tick runs: a ticker killed inside a tick keeps the
+    others out for at most that long."""
     alias, timeout = lock_settings()
     cache = caches[alias]
     if hasattr(cache, "lock"):  # django-redis: a real Redis lock with an owner token
-        lock = cache.lock(LOCK_KEY, timeout=timeout)
-        acquired = lock.acquire(blocking=False)
-        try:
-            yield bool(acquired)
-        finally:
-            if acquired:
-                with contextlib.suppress(Exception):  # it may have expired meanwhile
-                    lock.release()
+        # Not thread-local: the renewing thread must see the owner token.
+        lock = cache.lock(LOCK_KEY, timeout=timeout, thread_local=False)
+        acquired = bool(lock.acquire(blocking=False))
+        release: Callable[[], None] = lock.release
+        renew: Callable[[], bool] = lambda: bool(lock.reacquire())  # noqa: E731
+    else:
+        token = uuid.uuid4().hex
+        acquired = bool(cache.add(LOCK_KEY, token, timeout))
+
+        def release() -> None:
+            if cache.get(LOCK_KEY) == token:
+                cache.delete(LOCK_KEY)
+
+        def renew() -> bool:
+            return cache.get(LOCK_KEY) == token and bool(cache.touch(LOCK_KEY, timeout))
+
+    if not acquired:
+        yield False
         return
-    token = uuid.uuid4().hex
-    acquired = cache.add(LOCK_KEY, token, timeout)
     try:
-        yield acquired
+        with _renewing(renew, every=timeout / 3):
+            yield True
     finally:
-        if acquired and cache.get(LOCK_KEY) == token:
-            cache.delete(LOCK_KEY)
+        with contextlib.suppress(Exception):  # it may have expired meanwhile
+            release()
+
+
+@contextlib.contextmanager
+def _renewing(renew: Callable[[], bool], *, every: float) -> Iterator[None]:
+    global _renew
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            if not renew_held_lock():
+                return
+
+    _renew = renew
+    thread = threading.Thread(target=loop, name=RENEWER_THREAD, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        _renew = None
+        thread.join(timeout=every)
 
 
 def tick(*, limit: int | None = None) -> TickReport:

@@ -210,3 +210,66 @@ def test_the_django_redis_lock_admits_one_holder():
             assert (first, second) == (True, False)
         with ticker.tick_lock() as again:
             assert again
+
+
+def _lock_ttl_seconds(cache) -> float:
+    """Seconds the ticker lock has left in Redis (as a ticker killed now would leave it)."""
+    key = cache.make_key(ticker.LOCK_KEY)
+    return cache.client.get_client().pttl(key) / 1000
+
+
+def test_a_killed_tickers_lock_lets_another_ticker_in_within_seconds():
+    """The reliability suite's schedules scenario: a ticker SIGKILLed inside a tick left a
+    lock that kept every other ticker out for 300 s. A held lock lives a few seconds and
+    is renewed while its tick runs, so a dead holder's lock is gone that soon after."""
+    require_redis(isolation.CACHE_REDIS_URL)
+    with override_settings(CACHES={"default": isolation.redis_cache()}):
+        from django.core.cache import cache
+
+        cache.delete(ticker.LOCK_KEY)
+        with ticker.tick_lock() as held:
+            assert held
+            assert 0 < _lock_ttl_seconds(cache) <= 5  # what a killed holder leaves
+
+
+def test_a_held_ticker_lock_is_renewed_while_its_tick_runs():
+    """Renewal is driven by hand here (the renewing thread does the same every third of
+    the lock's lifetime): a tick longer than the lifetime keeps its lock."""
+    require_redis(isolation.CACHE_REDIS_URL)
+    with override_settings(CACHES={"default": isolation.redis_cache()}):
+        from django.core.cache import cache
+
+        cache.delete(ticker.LOCK_KEY)
+        with ticker.tick_lock() as held:
+            assert held
+            client, key = cache.client.get_client(), cache.make_key(ticker.LOCK_KEY)
+            client.pexpire(key, 200)  # nearly expired
+            renewed = []  # from another thread, as the renewing thread does it
+            other = threading.Thread(target=lambda: renewed.append(ticker.renew_held_lock()))
+            other.start()
+            other.join()
+            assert renewed == [True]
+            assert _lock_ttl_seconds(cache) > 4
+        assert not ticker.renew_held_lock()  # released: nothing to renew
+        assert not client.exists(key)
+
+
+def test_the_add_based_lock_is_renewed_and_released_too():
+    clock.freeze(NOON)
+    from django.core.cache import cache
+
+    cache.delete(ticker.LOCK_KEY)
+    with ticker.tick_lock() as held:
+        assert held
+        assert ticker.renew_held_lock()
+        with ticker.tick_lock() as second:
+            assert not second
+    assert cache.get(ticker.LOCK_KEY) is None
+    assert not ticker.renew_held_lock()
+
+
+def test_the_renewing_thread_stops_with_the_tick():
+    with ticker.tick_lock() as held:
+        assert held
+        assert any(t.name == ticker.RENEWER_THREAD for t in threading.enumerate())
+    assert not any(t.name == ticker.RENEWER_THREAD for t in threading.enumerate())

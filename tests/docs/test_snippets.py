@@ -33,7 +33,6 @@ NOT_YET_RUNNABLE = {
     "explanation/replay.md",
     "how-to/activities.md",
     "how-to/cancel-and-terminate.md",
-    "how-to/child-workflows.md",
     "how-to/concurrency.md",
     "how-to/condition-waits.md",
     "how-to/continue-as-new.md",

@@ -87,6 +87,28 @@ class NonDeterminismError(DurableWorkflowError):
         super().__init__(text + ". " + NON_DETERMINISM_HINT)
 
 
+class UnresolvedFailureError(DurableWorkflowError):
+    """History holds a failure whose exception no class of this process resolves to.
+
+    Replay stops here rather than hand the body a plain ``ActivityFailed``: an
+    ``except MovedError:`` that silently stops matching after a refactor would change
+    what the workflow does. Map the recorded type key or class path to a class
+    (``EXCEPTION_TYPES``, ``EXCEPTION_CLASS_ALIASES``, or a ``type_key`` on the class),
+    deploy, and repair the run.
+    """
+
+    def __init__(self, exception_type: str, exception_class: str, failure_id: Any = None):
+        self.exception_type = exception_type
+        self.exception_class = exception_class
+        self.failure_id = None if failure_id is None else str(failure_id)
+        super().__init__(
+            f"history records a failure of type {exception_type!r} (class {exception_class!r}) "
+            "that no exception class of this process resolves to; map it in "
+            "DURABLE_WORKFLOW['EXCEPTION_TYPES'] or ['EXCEPTION_CLASS_ALIASES'] (or import "
+            "the class where the workflow is defined), deploy, then repair the run"
+        )
+
+
 class QueryCommandError(DurableWorkflowError):
     """A query method or a wait predicate tried to call a durable helper."""
 

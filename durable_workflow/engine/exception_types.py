@@ -108,8 +108,32 @@ def resolve(exception_type: str, exception_class: str) -> type | None:
     return found
 
 
+def unresolved(exception_type: str, exception_class: str) -> bool:
+    """Does a recorded failure name a class that nothing here can stand for?
+
+    True when neither its type key nor its class path resolves and the path names
+    nothing at all among the loaded modules. A path that names something that cannot
+    be rebuilt (a ``BaseException``, a class with a metaclass) is known, and a class
+    made inside a function (``<locals>`` in its path) never has a name to look up:
+    both are rebuilt as the base error, as is a failure recorded without a class.
+    """
+    if not exception_class or "<locals>" in exception_class:
+        return False
+    if resolve(exception_type, exception_class) is not None:
+        return False
+    return _loaded_object(exception_class) is None
+
+
 def loaded_class(path: str) -> type | None:
     """The rebuildable class ``path`` names among the modules already imported."""
+    found = _loaded_object(path)
+    if rebuildable(found) and class_path(found) == path:
+        return found  # type: ignore[no-any-return]
+    return None
+
+
+def _loaded_object(path: str) -> Any:
+    """What ``path`` names in the namespaces of imported modules (and their classes)."""
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module = sys.modules.get(".".join(parts[:cut]))
@@ -121,8 +145,8 @@ def loaded_class(path: str) -> type | None:
             found = namespace.get(name)
             if found is None:
                 break
-        if rebuildable(found) and class_path(found) == path:
-            return found  # type: ignore[no-any-return]
+        if found is not None:
+            return found
     return None
 
 

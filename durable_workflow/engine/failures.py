@@ -26,6 +26,7 @@ from durable_workflow.exceptions import (
     DurableOperationCancelled,
     DurableWorkflowError,
     NonRetryableError,
+    UnresolvedFailureError,
 )
 from durable_workflow.text import storable, text_of
 
@@ -127,7 +128,9 @@ def rebuild(base: type[DurableWorkflowError], payload: dict[str, Any]) -> BaseEx
     """An exception for a recorded failure payload, raised into a workflow body.
 
     ``base`` is ``ActivityFailed`` or one of the child-workflow errors; every one
-    takes the message and the failure's fields as keywords.
+    takes the message and the failure's fields as keywords. A failure naming a
+    class that resolves to nothing raises ``UnresolvedFailureError`` instead: the
+    caller stops the replay (the body never sees it).
     """
     message = str(payload.get("message", ""))
     exception_type = str(payload.get("exception_type", ""))
@@ -140,6 +143,8 @@ def rebuild(base: type[DurableWorkflowError], payload: dict[str, Any]) -> BaseEx
         "failure_id": payload.get("failure_id"),
     }
     original = exception_types.resolve(exception_type, exception_class)
+    if original is None and exception_types.unresolved(exception_type, exception_class):
+        raise UnresolvedFailureError(exception_type, exception_class, payload.get("failure_id"))
     cls: type = base
     if original is not None and not issubclass(original, base):
         cls = _combined(base, original)

@@ -31,7 +31,7 @@ from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.engine.scheduler import Future
 from durable_workflow.engine.signatures import Signature, signature_of
 from durable_workflow.engine.waits import Waits, validate_condition_key
-from durable_workflow.exceptions import PayloadCodecError
+from durable_workflow.exceptions import PayloadCodecError, UnresolvedFailureError
 
 Routing = Callable[[], tuple[dict[str, Any], str | None, str | None]]
 
@@ -139,7 +139,10 @@ class Steps:
         outcome = core.ledger.local_outcome(step)
         op = core.ops.add(LocalActivityOp(step, activity_type, result_type))
         if outcome is not None:
-            self.settle_local(op, outcome)
+            try:
+                self.settle_local(op, outcome)
+            except UnresolvedFailureError as error:  # in the body: it must not catch this
+                core.fail_fatally(error)
         else:
             if recorded is None:
                 self._limits.check_pending("pending_activity_count", 1)

@@ -21,6 +21,7 @@ from durable_workflow.exceptions import (
     NonDeterminismError,
     PayloadCodecError,
     UnknownTypeError,
+    UnresolvedFailureError,
     WorkflowOrmAccessError,
 )
 from durable_workflow.executor import lifecycle
@@ -39,6 +40,7 @@ REASONS: tuple[tuple[type[BaseException], str], ...] = (
     (WorkflowOrmAccessError, "orm_access"),
     (UnknownTypeError, "unknown_type"),
     (PayloadCodecError, "payload_codec"),
+    (UnresolvedFailureError, "unresolved_failure"),
 )
 #: A task that failed or crashed its worker ``WORKFLOW_TASK_MAX_ATTEMPTS`` times.
 REPEATED = "repeated_attempts"

@@ -25,6 +25,7 @@ from durable_workflow.exceptions import (
     PayloadCodecError,
     StructuralLimitExceeded,
     UnknownTypeError,
+    UnresolvedFailureError,
     WorkflowOrmAccessError,
 )
 from durable_workflow.executor import (
@@ -74,6 +75,7 @@ TASK_FAILURES = (
     WorkflowOrmAccessError,
     UnknownTypeError,
     PayloadCodecError,
+    UnresolvedFailureError,
     BodyFailed,
 )
 

@@ -36,6 +36,18 @@ def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
     return _with_last_workflow_task().filter(last_workflow_task=TaskStatus.FAILED)
 
 
+def runs_blocked_by_unresolved_failures() -> QuerySet[WorkflowRun]:
+    """Open runs parked because history holds a failure no exception class resolves to."""
+    from durable_workflow.models import WorkflowFailure
+
+    parked = WorkflowFailure.objects.filter(
+        run=OuterRef("pk"),
+        source_kind="workflow_task",
+        details__task_failure_reason="unresolved_failure",
+    )
+    return runs_stopped_on_failed_task().filter(Exists(parked))
+
+
 def runs_missing_their_task() -> QuerySet[WorkflowRun]:
     """Pending runs with no open task at all: the task row was lost."""
     open_task = Task.objects.filter(run=OuterRef("pk"), status__in=OPEN_TASK)

@@ -17,7 +17,7 @@ import pytest
 
 from durable_workflow.engine import exception_types, failures
 from durable_workflow.engine.exception_types import ExceptionTypes
-from durable_workflow.exceptions import ActivityFailed
+from durable_workflow.exceptions import ActivityFailed, UnresolvedFailureError
 
 HOOK_CALLS: list[str] = []
 
@@ -81,14 +81,16 @@ def hostile_module(tmp_path, monkeypatch) -> str:
 
 
 def test_a_class_path_never_imports_its_module(hostile_module):
-    error = failures.rebuild(ActivityFailed, payload("dw_hostile_module.Boom"))
-    assert type(error) is ActivityFailed
+    with pytest.raises(UnresolvedFailureError) as info:
+        failures.rebuild(ActivityFailed, payload("dw_hostile_module.Boom"))
+    assert info.value.exception_class == "dw_hostile_module.Boom"
     assert "dw_hostile_module" not in sys.modules
 
 
 def test_nested_and_dotted_paths_never_import_either(hostile_module):
     for path in ("dw_hostile_module.sub.Boom", "dw_hostile_module", "os.path.Boom"):
-        assert type(failures.rebuild(ActivityFailed, payload(path))) is ActivityFailed
+        with pytest.raises(UnresolvedFailureError):
+            failures.rebuild(ActivityFailed, payload(path))
 
 
 def test_a_loaded_class_is_rebuilt_without_running_its_code():
@@ -109,8 +111,8 @@ def test_module_getattr_is_not_consulted(monkeypatch):
 
     module.__getattr__ = lazy  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dw_lazy_module", module)
-    error = failures.rebuild(ActivityFailed, payload("dw_lazy_module.Anything"))
-    assert type(error) is ActivityFailed
+    with pytest.raises(UnresolvedFailureError):
+        failures.rebuild(ActivityFailed, payload("dw_lazy_module.Anything"))
     assert calls == []
 
 
@@ -172,8 +174,8 @@ def test_a_type_key_two_classes_declare_resolves_to_neither():
 
     exception_types.refresh()  # a class made in a function, after the last scan
     try:
-        error = failures.rebuild(ActivityFailed, payload("gone.Twin", "tests.unit.card-declined"))
-        assert type(error) is ActivityFailed
+        with pytest.raises(UnresolvedFailureError):  # ambiguous: neither class stands for it
+            failures.rebuild(ActivityFailed, payload("gone.Twin", "tests.unit.card-declined"))
     finally:
         del Twin
         gc.collect()  # a class lives in a reference cycle
@@ -187,3 +189,12 @@ def test_a_type_key_two_classes_declare_resolves_to_neither():
 def test_the_maps_hold_only_plain_exception_classes(bad):
     with pytest.raises(TypeError):
         ExceptionTypes(by_type_key={"k": bad})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["", "tests.unit.test_exception_types.test_x.<locals>.Boom"],
+)
+def test_a_failure_with_no_class_to_look_up_is_the_base_error(path):
+    """No class recorded, or one made in a function (it has no name to look up)."""
+    assert type(failures.rebuild(ActivityFailed, payload(path))) is ActivityFailed

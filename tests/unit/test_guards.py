@@ -64,6 +64,7 @@ PUBLIC_API = {
     "StartResult",
     "StructuralLimitExceeded",
     "UnknownTypeError",
+    "UnresolvedFailureError",
     "VersionNotSupported",
     "Workflow",
     "WorkflowAlreadyStartedError",

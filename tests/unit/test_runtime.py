@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 import durable_workflow as dw
-from durable_workflow import Activity, NonDeterminismError, NotInWorkflowError, Workflow
+from durable_workflow import (
+    Activity,
+    NonDeterminismError,
+    NotInWorkflowError,
+    UnresolvedFailureError,
+    Workflow,
+)
 from tests.unit.harness import T0, Harness
 
 LOG: list[str] = []
@@ -155,10 +161,22 @@ def test_a_failure_is_rebuilt_as_the_original_class_and_handled_once():
     assert runtime.take_commands() == []
 
 
-def test_an_unresolvable_failure_class_is_still_an_activity_failed():
+def test_an_unresolvable_failure_class_stops_the_replay():
+    """Issue 23, item 2: no silent ``ActivityFailed`` for a class nothing resolves to."""
+    h = Harness(Catches)
+    h.task()
+    h.fail(1, "gone.module.Declined", "card declined")
+    with pytest.raises(UnresolvedFailureError) as info:
+        h.task()
+    assert info.value.exception_class == "gone.module.Declined"
+    assert "EXCEPTION_CLASS_ALIASES" in str(info.value)
+    assert h.types()[-1] == "ActivityFailed"  # nothing recorded after it
+
+
+def test_a_failure_recorded_without_a_class_is_an_activity_failed():
     h = Harness(ThreeSteps, "o-1")
     h.task()
-    h.fail(1, "gone.module.Missing", "nope")
+    h.fail(1, "", "nope")
     h.task()
     assert h.types()[-1] == "WorkflowFailed"
     assert h.events[-1].payload["message"] == "nope"

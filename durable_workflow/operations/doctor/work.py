@@ -26,6 +26,7 @@ from durable_workflow.operations.doctor.result import (
 )
 from durable_workflow.operations.queries import (
     open_runs,
+    runs_blocked_by_unresolved_failures,
     runs_missing_their_task,
     runs_stopped_on_failed_task,
 )
@@ -188,6 +189,10 @@ def check_resume_paths(ctx: DoctorContext) -> CheckResult:
         str(i) for i in runs_stopped_on_failed_task().values_list("instance_id", flat=True)[:50]
     ]
     lost = [str(i) for i in runs_missing_their_task().values_list("instance_id", flat=True)[:50]]
+    unresolved = [
+        str(i)
+        for i in runs_blocked_by_unresolved_failures().values_list("instance_id", flat=True)[:50]
+    ]
     title = "Every open run has a way to resume"
     if not failed and not lost:
         return CheckResult("durable_resume_paths", title, OK, "no open run needs repair")
@@ -195,6 +200,13 @@ def check_resume_paths(ctx: DoctorContext) -> CheckResult:
     if failed:
         shown = {"count": len(failed), "first": failed[:SHOWN_INSTANCES]}
         parts.append(f"{len(failed)} run(s) stopped on a failed workflow task ({_named(shown)})")
+    if unresolved:
+        shown = {"count": len(unresolved), "first": unresolved[:SHOWN_INSTANCES]}
+        parts.append(
+            f"{len(unresolved)} of them replay a failure whose exception class resolves to "
+            f"nothing ({_named(shown)}): map its type in EXCEPTION_TYPES or "
+            "EXCEPTION_CLASS_ALIASES"
+        )
     if lost:
         parts.append(f"{len(lost)} pending run(s) have no task at all")
     return CheckResult(
@@ -207,6 +219,7 @@ def check_resume_paths(ctx: DoctorContext) -> CheckResult:
         details={
             "failed_workflow_task": failed,
             "missing_task": lost,
+            "unresolved_failure": unresolved,
             "affected_instances": affected(
                 open_runs().filter(
                     Q(id__in=runs_stopped_on_failed_task().values("id"))

@@ -43,7 +43,6 @@ NOT_YET_RUNNABLE = {
     "how-to/schedules.md",
     "how-to/testing.md",
     "how-to/timeouts.md",
-    "how-to/timers.md",
     "how-to/versioning.md",
     "how-to/webhooks.md",
     "how-to/worker-sessions.md",

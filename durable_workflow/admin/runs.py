@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from durable_workflow.admin import timeline
+from durable_workflow.admin import dashboard, timeline
 from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
 from durable_workflow.admin.base import (
     EngineAdmin,
@@ -29,10 +26,10 @@ from durable_workflow.admin.compatibility import compatibility_html
 from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
 from durable_workflow.admin.operations import OPERATIONS, Target
 from durable_workflow.admin.payloads import duration, pre
+from durable_workflow.admin.run_list import NeedsAttentionFilter, RunListMixin
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ChildCall,
-    SearchAttribute,
     Task,
     TaskStatus,
     WorkflowFailure,
@@ -42,20 +39,9 @@ from durable_workflow.models import (
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
-    list_display = (
-        "instance_link",
-        "run_number",
-        "workflow_type",
-        "status",
-        "closed_reason",
-        "queue",
-        "started_at",
-        "closed_at",
-        "events",
-        "timeline_link",
-    )
+class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     list_filter = (
+        NeedsAttentionFilter,
         "status",
         WorkflowTypeFilter,
         QueueFilter,
@@ -66,11 +52,12 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
     search_fields = ("=instance__instance_id",)
     search_help_text = (
         "Instance id (exact or prefix), run id, business key, key=value of a search "
-        "attribute, or text in search attributes."
+        "attribute, label:key=value, or text in search attributes."
     )
     actions = OPERATOR_ACTIONS
     ordering = ("-created_at",)
     change_form_template = "durable_workflow/admin/run_change_form.html"
+    change_list_template = "durable_workflow/admin/run_change_list.html"
     readonly_fields = (
         "instance_link",
         "arguments_display",
@@ -157,25 +144,6 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
             or "-"
         )
 
-    # ------------------------------------------------------------------ search
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-    ) -> tuple[QuerySet[Any], bool]:
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        query = Q(instance_id=term) | Q(instance__instance_id__startswith=term)
-        query |= Q(business_key=term)
-        with contextlib.suppress(ValueError):
-            query |= Q(pk=uuid.UUID(term))
-        key, equals, value = term.partition("=")
-        if equals and key.strip():
-            typed = SearchAttribute.objects.filter(key=key.strip(), value_string=value.strip())
-            query |= Q(pk__in=typed.values("run_id"))
-        attributes = queryset.annotate(_attrs=Cast("search_attributes", TextField()))
-        found = attributes.filter(query | Q(_attrs__icontains=term)).values("pk")
-        return queryset.filter(pk__in=found), False
-
     # --------------------------------------------------------------- operations
     def target_of(self, run: WorkflowRun) -> Target:
         return Target(run.instance_id, run.pk)
@@ -183,6 +151,7 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
+            path("dashboard/", wrap(self.dashboard_view), name="durable_workflow_dashboard"),
             path(
                 "<path:object_id>/timeline/",
                 wrap(self.timeline_view),
@@ -209,6 +178,17 @@ class WorkflowRunAdmin(OperatorActionsMixin, EngineAdmin):
         extra = {**(extra_context or {}), "operations": allowed_operations(request, object_id)}
         extra["timeline_url"] = timeline_url(object_id)
         return super().change_view(request, object_id, form_url, extra)
+
+    def dashboard_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            **dashboard.context(),
+            "opts": self.model._meta,
+            "title": "Durable workflow dashboard",
+        }
+        return TemplateResponse(request, "durable_workflow/admin/dashboard.html", context)
 
     def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         try:
@@ -297,105 +277,26 @@ def lineage_links(run: WorkflowRun) -> list[tuple[str, str]]:
     """(label, html) pairs: parent, continued-from, continued-as, children (3 queries)."""
     links: list[tuple[str, str]] = []
     if run.parent_run_id:
-        links.append(("parent run", _run_link(run.parent_run_id, str(run.parent_run))))
+        links.append(("parent run", run_link(run.parent_run_id, str(run.parent_run))))
     if run.continued_from_id:
-        links.append(("continued from", _run_link(run.continued_from_id, str(run.continued_from))))
+        links.append(("continued from", run_link(run.continued_from_id, str(run.continued_from))))
     for pk, instance_id, number in WorkflowRun.objects.filter(continued_from_id=run.pk).values_list(
         "pk", "instance_id", "run_number"
     )[:10]:
-        links.append(("continued as", _run_link(pk, f"{instance_id} #{number}")))
+        links.append(("continued as", run_link(pk, f"{instance_id} #{number}")))
     for call in ChildCall.objects.filter(parent_run_id=run.pk).order_by("sequence")[:50]:
         label = f"child (step {call.sequence}, {call.status})"
         if call.child_run_id:
-            links.append((label, _run_link(call.child_run_id, call.child_instance_id)))
+            links.append((label, run_link(call.child_run_id, call.child_instance_id)))
         else:
             links.append((label, call.child_instance_id))
     return links
 
 
-def _run_link(pk: Any, text: str) -> str:
+def run_link(pk: Any, text: str) -> str:
     return format_html(
         '<a href="{}">{}</a> (<a href="{}">timeline</a>)',
         admin_url(WorkflowRun, pk),
         text,
         timeline_url(pk),
     )
-
-
-@admin.register(WorkflowInstance)
-class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
-    list_display = (
-        "instance_id",
-        "workflow_type",
-        "status",
-        "business_key",
-        "run_count",
-        "current_run_link",
-        "created_at",
-        "updated_at",
-    )
-    list_filter = ("status", WorkflowTypeFilter, ("created_at", admin.DateFieldListFilter))
-    search_fields = ("=instance_id", "^instance_id", "=business_key")
-    search_help_text = "Instance id (exact or prefix) or business key."
-    actions = OPERATOR_ACTIONS
-    ordering = ("-created_at",)
-    change_form_template = "durable_workflow/admin/run_change_form.html"
-    readonly_fields = ("current_run_link", "runs")
-
-    @admin.display(description="current run")
-    def current_run_link(self, instance: WorkflowInstance) -> str:
-        if instance.current_run_id is None:
-            return "-"
-        return _run_link(instance.current_run_id, "current run")
-
-    @admin.display(description="runs")
-    def runs(self, instance: WorkflowInstance) -> str:
-        rows = (
-            WorkflowRun.objects.filter(instance_id=instance.instance_id)
-            .order_by("-run_number")
-            .values_list("pk", "run_number", "status")[:50]
-        )
-        return (
-            format_html_join(
-                "",
-                "<div>{}</div>",
-                ((_run_link(pk, f"#{number} {status}"),) for pk, number, status in rows),
-            )
-            or "-"
-        )
-
-    def target_of(self, instance: WorkflowInstance) -> Target:
-        return Target(instance.instance_id, None)
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        current = WorkflowRun.objects.filter(instance_id=object_id).order_by("-run_number").first()
-        extra = dict(extra_context or {})
-        if current is not None:
-            extra["timeline_url"] = timeline_url(current.pk)
-            extra["operations"] = [
-                {
-                    **op,
-                    "url": reverse(
-                        "admin:durable_workflow_workflowinstance_operate",
-                        args=[object_id, op["kind"]],
-                    ),
-                }
-                for op in allowed_operations(request, current.pk, run=current)
-            ]
-        return super().change_view(request, object_id, form_url, extra)
-
-    def get_urls(self) -> list[Any]:
-        return [
-            path(
-                "<path:object_id>/operate/<str:kind>/",
-                self.admin_site.admin_view(self.operate_view),
-                name="durable_workflow_workflowinstance_operate",
-            ),
-            *super().get_urls(),
-        ]

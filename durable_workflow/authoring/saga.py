@@ -8,7 +8,6 @@ activity or child), since they then run as one ``all()`` group.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -16,10 +15,12 @@ from typing import Any
 from durable_workflow.authoring import composition
 
 
-def _swallowing(compensation: Callable[[], Any]) -> Callable[[], None]:
+def _collecting(compensation: Callable[[], Any], failed: list[Exception]) -> Callable[[], None]:
     def run() -> None:
-        with contextlib.suppress(Exception):  # continue_with_error: failures are swallowed
+        try:
             compensation()
+        except Exception as error:  # continue_with_error: kept for the caller, not raised
+            failed.append(error)
 
     return run
 
@@ -49,31 +50,35 @@ class SagaMixin:
         self._saga()["continue_with_error"] = bool(continue_with_error)
         return self
 
-    def compensate(self) -> None:
+    def compensate(self) -> list[Exception]:
         """Run the registered compensations in reverse order of registration.
 
         By default the first failing compensation propagates and the rest are
-        skipped; with ``set_continue_with_error(True)`` every compensation runs
-        and failures are swallowed.
+        skipped. With ``set_continue_with_error(True)`` every compensation runs to
+        its end (in parallel too: this returns once all of them finished) and the
+        failures are returned, in the order they happened, instead of raised.
         """
         saga = self._saga()
         pending = list(reversed(saga["compensations"]))
+        failed: list[Exception] = []
         if not pending:
-            return
+            return failed
         if saga["parallel"] and saga["continue_with_error"]:
             # Every compensation must finish even if some fail: run each as a branch
-            # that swallows its own failure, and wait for all of them.
+            # that keeps its own failure, and wait for all of them.
             branches: list[Callable[[], Any]] = [
-                functools.partial(composition.run_async, _swallowing(c)) for c in pending
+                functools.partial(composition.run_async, _collecting(c, failed)) for c in pending
             ]
             composition.all(branches)
-            return
+            return failed
         if saga["parallel"]:
             composition.all(pending)
-            return
+            return failed
         for compensation in pending:
             try:
                 compensation()
-            except Exception:
+            except Exception as error:
                 if not saga["continue_with_error"]:
                     raise
+                failed.append(error)
+        return failed

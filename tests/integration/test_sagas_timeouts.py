@@ -75,6 +75,28 @@ def test_parallel_compensation_is_one_group(inline):
     assert groups == {"parallel-calls:5:3"}
 
 
+def test_parallel_continue_with_error_waits_for_every_compensation(inline):
+    """Issue 23, item 4: compensate() returned at the first failure, leaving the slower
+    compensations to be cancelled when the body finished."""
+    stub = start("tests.clean-up-everything", "saga-6")
+    inline.run()
+    assert stub.refresh().running()  # the failure came first; compensate() still waits
+    assert Invocation.objects.filter(name="refuse").count() == 1  # non-retryable: failed
+    clock.advance(dt.timedelta(seconds=61))
+    inline.run()
+    assert stub.refresh().status() == "completed"
+    assert stub.output()["failed"] == ["tests.declined"]
+    assert Invocation.objects.filter(name="greet").count() == 2  # both clean-ups ran
+    assert "ActivityCancelled" not in [e.event_type for e in stub.history()]
+
+
+def test_sequential_continue_with_error_returns_the_failures(inline):
+    stub = start("tests.booking", "saga-7", 5, False, True)
+    inline.run()
+    assert stub.refresh().output() == "compensated"
+    assert events_of(stub, "FailureHandled")  # the failure was caught by compensate()
+
+
 def test_no_failure_no_compensation(inline):
     stub = start("tests.booking", "saga-5", 0)
     inline.run()

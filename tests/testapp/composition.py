@@ -209,6 +209,30 @@ class Booking(Workflow):
         return "booked"
 
 
+class CleanUpEverything(Workflow):
+    """Parallel compensation with continue-with-error: one clean-up fails at once, a
+    slower one waits a minute first; ``compensate()`` returns after both."""
+
+    type_key = "tests.clean-up-everything"
+
+    def handle(self) -> dict[str, Any]:
+        w = _acts()
+        self.set_parallel_compensation(True).set_continue_with_error(True)
+
+        def slow_undo() -> None:
+            dw.timer(60)
+            dw.activity(w.Greet, "undo-slow")
+
+        self.add_compensation(slow_undo)
+        self.add_compensation(lambda: dw.activity(w.Refuse))
+        self.add_compensation(lambda: dw.activity(w.Greet, "undo-fast"))
+        failed = self.compensate()
+        return {
+            "failed": [getattr(error, "exception_type", "") for error in failed],
+            "at": dw.now().isoformat(),
+        }
+
+
 class Timeouts(Workflow):
     type_key = "tests.timeouts"
 

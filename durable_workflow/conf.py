@@ -85,6 +85,11 @@ class Settings:
     WORKER_CAPABILITIES: list[str] = dataclasses.field(default_factory=list)
     #: Worker sessions this worker may hold (0: none).
     MAX_CONCURRENT_WORKER_SESSIONS: int = 0
+    #: First pause before an in-session activity task a worker refused (its session is
+    #: held elsewhere, or no worker has room) is offered again; doubled per message ...
+    WORKER_SESSION_REFUSAL_BACKOFF_SECONDS: float = 0.5
+    #: ... up to this long.
+    WORKER_SESSION_REFUSAL_MAX_BACKOFF_SECONDS: float = 30.0
     #: Seconds between worker registration heartbeats.
     WORKER_HEARTBEAT_SECONDS: float = 10.0
     #: A registration silent this long counts as gone.

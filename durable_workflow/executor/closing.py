@@ -16,11 +16,12 @@ Event = tuple[str, dict[str, Any]]
 
 
 def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list[Event]:
-    """Everything a closing run owes: child policies, open work cancelled, parent told.
+    """Everything a closing run owes: child policies, open work cancelled, parent told,
+    worker sessions released (``session_release``).
 
     Call after ``run.status`` is set to its final value.
     """
-    from durable_workflow.executor import children
+    from durable_workflow.executor import children, session_release
 
     continued = run.status == "completed" and run.closed_reason == "continued"
     # One read says what is open (unless the settle this closing follows asked already);
@@ -34,6 +35,7 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     events += cancel_open_work(run, now=now, timers=timers, executions=executions)
     if not continued:
         children.notify_parent(run, outcome, now=now)
+        session_release.release_for_closed_run(run, now=now)
     return events
 
 

@@ -4,9 +4,13 @@ Called inside the activity claim's transaction, before the task is leased.
 A refused task stays ready and its message moves on: to the session holder's
 direct queue when another worker holds the session, back to this worker after
 a pause when the session is at its activity limit, and back to the task's
-queue after a pause otherwise (another worker may be capable). A task whose
-session can never admit it again (closed, or expired for good) fails its
-activity with ``WorkerSessionRejected`` so the workflow hears about it.
+queue after a pause otherwise (another worker may be capable). The pause
+doubles with each message the task has had (``WORKER_SESSION_REFUSAL_BACKOFF_SECONDS``
+up to ``WORKER_SESSION_REFUSAL_MAX_BACKOFF_SECONDS``), and the task is not due
+before it ends, so a task that waits long for a session is offered a few times,
+not once a second. A task whose session can never admit it again (closed, or
+expired for good) fails its activity with ``WorkerSessionRejected`` so the
+workflow hears about it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import datetime as dt
 import logging
 from typing import Any
 
+from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
 from durable_workflow.executor import dispatch, lifecycle, sessions
@@ -24,9 +29,8 @@ from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
 
-#: Seconds before a refused task's message is offered again.
-LIMIT_PAUSE = 0.5
-ELSEWHERE_PAUSE = 1.0
+#: Doublings after which the pause stops growing (it is capped well before).
+_MAX_DOUBLINGS = 30
 
 
 def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now: dt.datetime):
@@ -44,25 +48,37 @@ def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now
     if reason in sessions.PERMANENT_REASONS:
         _fail_for_good(task, run, execution, result, now=now)
     else:
-        queue, pause = _next_stop(reason, options["session_id"], now=now)
-        tasks.mark_dispatched([task.id], now=now)
-        dispatch.enqueue(task, queue=queue, delay=pause)
+        queue, wait = _next_stop(reason, options["session_id"], pause(task), now=now)
+        tasks.defer(task.id, until=now + dt.timedelta(seconds=wait), now=now)
+        dispatch.enqueue(task, queue=queue, delay=wait)
     return False
 
 
-def _next_stop(reason: str, session_id: str, *, now: dt.datetime) -> tuple[str | None, float]:
+def pause(task: TaskRecord) -> float:
+    """How long a refused task waits before its message is offered again: the first
+    pause, doubled for each message the task had before this one, up to the cap."""
+    settings = get_settings()
+    doublings = min(max(task.dispatch_count - 1, 0), _MAX_DOUBLINGS)
+    first = settings.WORKER_SESSION_REFUSAL_BACKOFF_SECONDS
+    return float(min(first * 2**doublings, settings.WORKER_SESSION_REFUSAL_MAX_BACKOFF_SECONDS))
+
+
+def _next_stop(
+    reason: str, session_id: str, wait: float, *, now: dt.datetime
+) -> tuple[str | None, float]:
     from durable_workflow.transport.worker import current_direct_queue
 
     mine = current_direct_queue()
     if reason == "session_owned_by_another_worker":
         holder = sessions.holder_queue(session_id, now=now)
         if holder is None:  # the holder has no direct queue: back to the shared one
-            return None, ELSEWHERE_PAUSE
-        # A sibling process of the holder shares its node's queue: do not spin.
-        return holder, (LIMIT_PAUSE if holder == mine else 0.0)
+            return None, wait
+        # Straight to the holder's node; a sibling process of the holder shares its
+        # node's queue, so it waits instead of spinning.
+        return holder, (wait if holder == mine else 0.0)
     if reason == "session_activity_limit_exceeded":
-        return mine, LIMIT_PAUSE
-    return None, ELSEWHERE_PAUSE
+        return mine, wait
+    return None, wait
 
 
 def _fail_for_good(

@@ -6,10 +6,12 @@ import datetime as dt
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from durable_workflow.models import (
+    TERMINAL_RUN_STATUSES,
     ActivityAttempt,
+    ActivityExecution,
     AttemptStatus,
     WorkerSession,
 )
@@ -120,3 +122,33 @@ def held_by(owner: str, *, namespace: str) -> list[str]:
             namespace=namespace, lease_owner=owner, status="active"
         ).values_list("session_id", flat=True)
     )
+
+
+def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.datetime) -> list[str]:
+    """Close the open sessions the instance's runs used that no open run of another
+    instance uses (the instance has closed); returns their ids.
+
+    The rows are locked in id order first, so two closings never wait on each other
+    in opposite orders; most instances used no session and this is one read.
+    """
+    used = ActivityExecution.objects.filter(
+        run__instance_id=instance_id, worker_session_id__isnull=False
+    ).values("worker_session_id")
+    elsewhere = (
+        ActivityExecution.objects.filter(worker_session_id=OuterRef("session_id"))
+        .exclude(run__instance_id=instance_id)
+        .exclude(run__status__in=TERMINAL_RUN_STATUSES)
+    )
+    rows = (
+        WorkerSession.objects.select_for_update()
+        .filter(namespace=namespace, session_id__in=used)
+        .exclude(status="closed")
+        .exclude(Exists(elsewhere))
+        .order_by("id")
+    )
+    released = dict(rows.values_list("id", "session_id"))
+    if released:
+        WorkerSession.objects.filter(id__in=released).update(
+            status="closed", closed_at=now, updated_at=now
+        )
+    return list(released.values())

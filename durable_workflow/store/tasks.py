@@ -383,6 +383,17 @@ def release(task_id: uuid.UUID, *, available_at: dt.datetime, now: dt.datetime) 
     )
 
 
+def defer(task_id: uuid.UUID, *, until: dt.datetime, now: dt.datetime) -> None:
+    """A ready task that was offered and turned down: not due before ``until``, its
+    message (sent now, due then) counted."""
+    Task.objects.filter(id=task_id, status=TaskStatus.READY).update(
+        available_at=until,
+        last_dispatched_at=now,
+        dispatch_count=F("dispatch_count") + 1,
+        updated_at=now,
+    )
+
+
 def due_for_redispatch(
     *, now: dt.datetime, after_seconds: int, max_backoff: int, limit: int
 ) -> list[tuple[TaskRecord, dt.datetime | None]]:

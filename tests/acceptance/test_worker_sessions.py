@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durable_workflow import WorkflowStub
-from durable_workflow.models import HistoryEvent, WorkerRegistration, WorkerSession
+from durable_workflow.models import HistoryEvent, Task, WorkerRegistration, WorkerSession
 from tests.acceptance.conftest import wait_for
 from tests.testapp.models import Invocation
 
@@ -80,3 +80,35 @@ def test_holder_killed_mid_session_is_replaced_by_a_capable_worker(session_worke
     owners = [event.payload["lease_owner"] for event in started.order_by("sequence")]
     assert owners == [holder, holder, replacement, replacement]
     assert Invocation.objects.filter(name="session-where").count() == 2  # each exactly once
+
+
+def test_closed_runs_release_their_sessions_and_refusals_back_off(session_workers):
+    """Twenty runs, one session each, on two workers that may hold two sessions each.
+
+    Most first steps find both workers full and are refused. Sessions were held until
+    their lease lapsed (about 16 deliveries per activity, issue 18); a run now releases
+    its session as it closes, and a refused task is offered again after a growing pause.
+    """
+    session_workers("gpu:l4")
+    session_workers("gpu:l4")
+    _registrations(2)
+    stubs = []
+    for index in range(20):
+        stub = WorkflowStub.make("tests.session-steps", f"release-{index}")
+        stub.start(2, {"requirements": ["gpu:l4"], "lease_seconds": 5}, f"release-{index}")
+        stubs.append(stub)
+    for stub in stubs:
+        stub.wait(timeout=120)
+
+    tasks = Task.objects.filter(
+        task_type="activity", run__instance__instance_id__startswith="release-"
+    )
+    sent = sorted(task.dispatch_count for task in tasks)  # messages, the first included
+    assert len(sent) == 40
+    # Counts, not times. Before: up to 20 messages for one task, 220 for the 40 (each
+    # refused task offered again every second until a lease lapsed). Now the pause
+    # doubles from half a second: 8 messages cover a wait of a minute.
+    assert max(sent) <= 8, sent
+    assert sum(sent) <= 3 * 40, sent
+    sessions = WorkerSession.objects.filter(session_id__startswith="release-")
+    assert {session.status for session in sessions} == {"closed"}

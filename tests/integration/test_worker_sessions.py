@@ -76,7 +76,8 @@ def test_in_session_activities_create_then_reuse_the_session(inline):
     assert [step["label"] for step in output] == [0, 1, 2]
     assert len({step["worker"] for step in output}) == 1
     row = WorkerSession.objects.get(session_id="gpu-render")
-    assert row.status == "active" and row.lease_owner == output[0]["worker"]
+    # The run completed, so it released its session (closed; the holder stays on record).
+    assert row.status == "closed" and row.lease_owner == output[0]["worker"]
     assert row.requirements == ["gpu:l4"] and row.lease_seconds == 120
     for execution in ActivityExecution.objects.filter(run_id=stub.run_id()):
         assert execution.worker_session_id == "gpu-render"
@@ -195,7 +196,12 @@ def test_activity_limit_holds_back_a_second_in_session_task(inline, as_worker):
     assert "session_activity_limit_exceeded" in second.last_error
     ok, value = activity_task._invoke(lease)
     activity_task._settle(lease, ok, value)
-    assert activity_task._claim(second.id) is not None  # admitted once the first settled
+    assert activity_task._claim(second.id) is None  # not due before its pause ends
+    clock.freeze(second.available_at)
+    try:
+        assert activity_task._claim(second.id) is not None  # admitted once the first settled
+    finally:
+        clock.reset()
 
 
 # ----------------------------------------------------------- status refresh (E8-E13)
@@ -421,3 +427,89 @@ def test_management_command_speaks_the_contract():
     assert valid(run("close", "cli", "--worker-id", "w1"))["outcome"] == "closed"
     with pytest.raises(CommandError, match="no worker session"):
         call_command("workflow_worker_session", "show", "nope", stdout=io.StringIO())
+
+
+# ----------------------------------------------------------- release when the run closes
+
+
+def _status(session_id: str) -> str:
+    return WorkerSession.objects.get(session_id=session_id).status
+
+
+def test_a_completed_run_releases_its_session(inline):
+    stub = start("tests.session-rounds", "rel-done", "rel-done")
+    inline.run()
+    assert stub.refresh().status() == "completed"
+    row = WorkerSession.objects.get(session_id="rel-done")
+    assert (row.status, row.failure_reason) == ("closed", None)
+    assert row.closed_at is not None and row.lease_owner  # the holder stays on record
+
+
+@pytest.mark.parametrize("ending", ["cancel", "terminate"])
+def test_a_cancelled_or_terminated_run_releases_its_session(inline, ending):
+    stub = start("tests.session-rounds", f"rel-{ending}", f"rel-{ending}", 2)
+    inline.run()
+    assert _status(f"rel-{ending}") == "active"  # between rounds
+    getattr(stub, ending)()
+    inline.run()
+    assert stub.refresh().status() in ("cancelled", "terminated")
+    assert _status(f"rel-{ending}") == "closed"
+
+
+def test_continue_as_new_keeps_the_session_for_the_next_run(inline):
+    stub = start("tests.session-rounds", "rel-can", "rel-can", 3, True)
+    inline.run()
+    first_run = stub.run_id()
+    stub.signal("next")
+    inline.run()
+    assert stub.refresh().run_id() != first_run and stub.status() == "waiting"
+    assert _status("rel-can") == "active"  # the next run's step was admitted to it
+    stub.signal("next")  # the third run takes the last round and ends the chain
+    inline.run()
+    assert stub.refresh().status() == "completed"
+    assert _status("rel-can") == "closed"
+
+
+def test_a_session_another_open_run_used_is_kept(inline):
+    first = start("tests.session-rounds", "rel-shared-1", "shared")
+    second = start("tests.session-rounds", "rel-shared-2", "shared", 2)
+    inline.run()
+    assert first.refresh().status() == "completed" and second.refresh().status() == "waiting"
+    assert _status("shared") == "active"
+    second.signal("next")
+    inline.run()
+    assert second.refresh().status() == "completed"
+    assert _status("shared") == "closed"
+
+
+# ----------------------------------------------------------- refusals back off
+
+
+def test_refused_task_pauses_double_up_to_the_cap(as_worker, recorder, settings):
+    settings.DURABLE_WORKFLOW = {
+        **settings.DURABLE_WORKFLOW,
+        "WORKER_SESSION_REFUSAL_BACKOFF_SECONDS": 0.5,
+        "WORKER_SESSION_REFUSAL_MAX_BACKOFF_SECONDS": 3,
+    }
+    register("full", sessions_max=1)
+    sessions.create({"session_id": "taken", "worker_id": "full"})
+    task = _schedule_the_step("sess-backoff", "wants-room")
+    as_worker("full")
+    clock.freeze()
+    try:
+        pauses = []
+        for _ in range(5):
+            recorder.sent.clear()
+            assert activity_task._claim(task.id) is None
+            ((_type, _queue, pause),) = recorder.sent
+            pauses.append(pause)
+            row = Task.objects.get(id=task.id)
+            assert row.status == "ready"
+            assert row.available_at == clock.now() + dt.timedelta(seconds=pause)
+            assert "worker_session_limit_exceeded" in row.last_error
+            clock.advance(dt.timedelta(seconds=pause))
+            register("full", sessions_max=1)
+        assert pauses == [0.5, 1.0, 2.0, 3.0, 3.0]
+        assert Task.objects.get(id=task.id).dispatch_count == 6  # the first message, 5 more
+    finally:
+        clock.reset()

@@ -85,3 +85,21 @@ class SessionHolderLoss(Workflow):
         second = session.activity(SessionSleepy, seconds)
         third = session.activity(WhereAmI, "third")
         return [first, second, third]
+
+
+class SessionRounds(Workflow):
+    """One in-session step per round; waits for ``next`` between rounds, and either
+    continues as new into the next round or starts it in the same run."""
+
+    type_key = "tests.session-rounds"
+    signals = ["next"]
+
+    def handle(self, session_id: str, rounds: int = 1, continue_as_new: bool = False):
+        session = dw.worker_session(session_id)
+        done = [session.activity(WhereAmI, rounds)]
+        if rounds > 1:
+            dw.wait_signal("next")
+            if continue_as_new:
+                dw.continue_as_new(session_id, rounds - 1, True)
+            done.append(session.activity(WhereAmI, rounds - 1))
+        return done

@@ -1,8 +1,10 @@
 """The Celery app of the suite's workers, configured as docs/how-to/deploying-workers.md
 recommends (prefetch 1, reused database connections).
 
-``DW_CHAOS_CLOCK_OFFSET`` (seconds, may be negative) moves this process's engine clock
-(``durable_workflow.clock``): a worker whose clock runs ahead or behind, faked in-process.
+``DW_CHAOS_CLOCK_OFFSET`` (seconds, may be negative) makes this process's machine clock
+wrong (``durable_workflow.clock.skew_system_clock``): a worker on a host whose clock runs
+ahead or behind, faked in-process. (Not ``clock.advance``: that is a test's deliberate
+move of the engine's own time, which no engine could second-guess.)
 ``DW_CHAOS_BEAT=1`` adds the repair entry for ``celery beat``.
 """
 
@@ -21,7 +23,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability.settings")
 
 _offset = float(os.environ.get("DW_CHAOS_CLOCK_OFFSET") or 0)
 if _offset:
-    clock.advance(dt.timedelta(seconds=_offset))
+    clock.skew_system_clock(dt.timedelta(seconds=_offset))
 
 app = Celery("durable_workflow_reliability")
 app.conf.update(

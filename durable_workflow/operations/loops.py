@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from durable_workflow.conf import get_settings
-from durable_workflow.store import connections
+from durable_workflow.store import connections, dbclock
 
 logger = logging.getLogger("durable_workflow")
 
@@ -39,6 +39,7 @@ def run_forever(
     outage: _Outage | None = None
     while True:
         try:
+            dbclock.keep_following()  # the loop's due decisions in the database's time
             step()
         except Exception as exc:  # any failure: wait, then try again
             connections.discard_broken()

@@ -79,8 +79,9 @@ def _sticky_snapshot() -> dict[str, Any]:
 
 
 def register(queues: list[str]) -> str:
-    from durable_workflow.store import workers
+    from durable_workflow.store import dbclock, workers
 
+    dbclock.follow_database_clock()  # due decisions in the database's time from here on
     settings = get_settings()
     worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     workers.register(
@@ -107,7 +108,7 @@ def _start_heartbeat(worker_id: str) -> None:
     _state["stop"] = stop
 
     def beat() -> None:
-        from durable_workflow.store import workers
+        from durable_workflow.store import dbclock, workers
 
         interval = max(get_settings().WORKER_HEARTBEAT_SECONDS, 0.2)
         while not stop.is_set():
@@ -117,6 +118,7 @@ def _start_heartbeat(worker_id: str) -> None:
                 return
             try:
                 close_old_connections()
+                dbclock.follow_database_clock()
                 workers.heartbeat(
                     worker_id,
                     sticky_cache=_sticky_snapshot(),

@@ -1,7 +1,7 @@
-"""Clock skew: one worker's engine clock runs ahead and one behind (faked in-process
-through ``durable_workflow.clock``), the repair pass also runs as a Celery beat task on
-whichever worker takes it. Timers must not fire early and leases must not be taken from
-attempts that still hold them, judged in the database server's time."""
+"""Clock skew: one worker's machine clock runs ahead and one behind (faked in-process with
+``durable_workflow.clock.skew_system_clock``), the repair pass also runs as a Celery beat
+task on whichever worker takes it. Timers must not fire early and leases must not be taken
+from attempts that still hold them, judged in the database server's time."""
 
 from __future__ import annotations
 

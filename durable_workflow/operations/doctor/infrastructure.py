@@ -21,6 +21,7 @@ from durable_workflow.operations.doctor.result import (
     CheckResult,
     DoctorContext,
 )
+from durable_workflow.store import dbclock
 
 _CLOCK_SKEW_WARNING = 2.0
 _CLOCK_SKEW_ERROR = 30.0
@@ -341,22 +342,7 @@ def check_cache_locks(ctx: DoctorContext) -> CheckResult:
 
 
 def _database_now() -> dt.datetime:
-    conn = connections[_alias()]
-    with conn.cursor() as cursor:
-        if conn.vendor == "postgresql":
-            cursor.execute("SELECT clock_timestamp()")
-        elif conn.vendor == "sqlite":
-            cursor.execute("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")
-        elif conn.vendor == "mysql":
-            cursor.execute("SELECT UTC_TIMESTAMP(6)")
-        else:
-            raise NotImplementedError(conn.vendor)
-        value = cursor.fetchone()[0]
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    return value
+    return dbclock.database_now(_alias())
 
 
 def check_clock_skew(ctx: DoctorContext) -> CheckResult:

@@ -91,10 +91,14 @@ def _shell(command: str, block: Block) -> None:
 
 
 def _worker() -> object:
-    """A thread that runs every ready task, as a worker would; returns its stop."""
+    """A thread that runs every ready task, as a worker would; returns its stop.
+
+    It stands aside while a page's block is in the testing kit's fake mode.
+    """
     from django.db import connection
 
     from durable_workflow.executor import dispatch
+    from durable_workflow.testing import fake
     from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
 
     dispatch.set_backend(InlineBackend())
@@ -103,7 +107,8 @@ def _worker() -> object:
     def loop() -> None:
         try:
             while not done.wait(0.02):
-                run_ready_tasks()
+                if fake.active() is None:  # a page's fake mode runs its own tasks
+                    run_ready_tasks()
         finally:
             connection.close()
 

@@ -38,7 +38,6 @@ NOT_YET_RUNNABLE = {
     "how-to/deploying-workers.md",
     "how-to/message-streams.md",
     "how-to/operations.md",
-    "how-to/queries.md",
     "how-to/testing.md",
     "how-to/timeouts.md",
     "how-to/versioning.md",

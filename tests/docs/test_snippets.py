@@ -34,7 +34,6 @@ NOT_YET_RUNNABLE = {
     "how-to/cancel-and-terminate.md",
     "how-to/concurrency.md",
     "how-to/condition-waits.md",
-    "how-to/continue-as-new.md",
     "how-to/deploying-workers.md",
     "how-to/message-streams.md",
     "how-to/operations.md",

@@ -33,7 +33,6 @@ NOT_YET_RUNNABLE = {
     "explanation/replay.md",
     "how-to/cancel-and-terminate.md",
     "how-to/concurrency.md",
-    "how-to/condition-waits.md",
     "how-to/deploying-workers.md",
     "how-to/message-streams.md",
     "how-to/operations.md",

@@ -35,7 +35,6 @@ NOT_YET_RUNNABLE = {
     "how-to/message-streams.md",
     "how-to/operations.md",
     "how-to/testing.md",
-    "how-to/versioning.md",
     "how-to/webhooks.md",
     "how-to/worker-sessions.md",
     "performance.md",

@@ -32,7 +32,6 @@ def _id(page: pathlib.Path) -> str:
 NOT_YET_RUNNABLE = {
     "explanation/replay.md",
     "how-to/deploying-workers.md",
-    "how-to/message-streams.md",
     "how-to/operations.md",
     "how-to/testing.md",
     "how-to/webhooks.md",

@@ -143,8 +143,13 @@ class Settings:
     PAYLOAD_STORAGE_PREFIX: str = "dw-payloads/"
 
     def limit(self, kind: str) -> int:
-        """The configured ceiling for a structural limit kind."""
+        """The configured ceiling for a structural limit kind (an old name is accepted)."""
+        kind = OLD_LIMIT_NAMES.get(kind, kind)
         return int(self.STRUCTURAL_LIMITS.get(kind, DEFAULT_LIMITS[kind]))
+
+    def limit_warning_percent(self) -> int:
+        """From this share of a count limit on, a warning is logged (0: never)."""
+        return int(self.STRUCTURAL_LIMITS.get(WARNING_THRESHOLD, DEFAULT_WARNING_PERCENT))
 
 
 #: Structural limits and their defaults; a value of 0 turns a check off.
@@ -155,11 +160,21 @@ DEFAULT_LIMITS = {
     "pending_signal_count": 5000,
     "pending_update_count": 500,
     "command_batch_size": 1000,
-    "payload_size": 2 * 1024 * 1024,
-    "memo_size": 256 * 1024,
-    "search_attribute_size": 40 * 1024,
+    "payload_size_bytes": 2 * 1024 * 1024,
+    "memo_size_bytes": 256 * 1024,
+    "search_attribute_size_bytes": 40 * 1024,
     "history_transaction_size": 5000,
 }
+#: Names the size limits had before they took the spec's wire names; still accepted in
+#: ``STRUCTURAL_LIMITS`` and ``limit()``, and still found in histories written then.
+OLD_LIMIT_NAMES = {
+    "payload_size": "payload_size_bytes",
+    "memo_size": "memo_size_bytes",
+    "search_attribute_size": "search_attribute_size_bytes",
+}
+#: The ``STRUCTURAL_LIMITS`` key of the warning threshold (a percentage, 0 to 100).
+WARNING_THRESHOLD = "warning_threshold_percent"
+DEFAULT_WARNING_PERCENT = 80
 
 
 _INT_KEYS = {f.name for f in dataclasses.fields(Settings) if f.type in ("int", "float")}
@@ -178,17 +193,8 @@ def get_settings() -> Settings:
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ConfigurationError(f"DURABLE_WORKFLOW[{key!r}] must be a number >= 0")
-    limits = raw.get("STRUCTURAL_LIMITS", {})
-    if not isinstance(limits, dict) or set(limits) - set(DEFAULT_LIMITS):
-        raise ConfigurationError(
-            "DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] keys must be among: "
-            + ", ".join(sorted(DEFAULT_LIMITS))
-        )
-    for kind, value in limits.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigurationError(
-                f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'][{kind!r}] must be an integer >= 0"
-            )
+    if "STRUCTURAL_LIMITS" in raw:
+        raw = {**raw, "STRUCTURAL_LIMITS": _structural_limits(raw["STRUCTURAL_LIMITS"])}
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     _check_compatibility(raw)
@@ -199,6 +205,33 @@ def get_settings() -> Settings:
             "(dotted paths, class names or type keys)"
         )
     return Settings(**raw)
+
+
+def _structural_limits(limits: Any) -> dict[str, int]:
+    """``STRUCTURAL_LIMITS`` checked, with old kind names under their wire names."""
+    known = {*DEFAULT_LIMITS, *OLD_LIMIT_NAMES, WARNING_THRESHOLD}
+    if not isinstance(limits, dict) or set(limits) - known:
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] keys must be among: "
+            + ", ".join(sorted([*DEFAULT_LIMITS, WARNING_THRESHOLD]))
+        )
+    checked: dict[str, int] = {}
+    for kind, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigurationError(
+                f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'][{kind!r}] must be an integer >= 0"
+            )
+        if kind == WARNING_THRESHOLD and value > 100:
+            raise ConfigurationError(
+                f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'][{kind!r}] is a percentage (0 to 100)"
+            )
+        name = OLD_LIMIT_NAMES.get(kind, kind)
+        if name in checked:
+            raise ConfigurationError(
+                f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] sets {name!r} twice (once by its old name)"
+            )
+        checked[name] = value
+    return checked
 
 
 def _check_compatibility(raw: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """Structural limits the body can hit: open operations of a kind, commands in one group.
 
 Exceeding a limit fails the run with a ``structural_limit`` failure; workflow
-code cannot catch it. From ``WARNING_RATIO`` of a limit on, a warning is logged.
+code cannot catch it. From ``warning_threshold_percent`` of a count limit on (80
+by default; 0: never), a warning is logged (:func:`warn_if_near`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,37 @@ from durable_workflow.exceptions import StructuralLimitExceeded
 
 logger = logging.getLogger("durable_workflow")
 
-#: Structural limits log a warning from this share of their ceiling on.
-WARNING_RATIO = 0.8
+#: Structural limits log a warning from this percentage of their ceiling on, unless
+#: the executor configures another (``warning_threshold_percent``; 0 turns warnings off).
+DEFAULT_WARNING_PERCENT = 80
+WARNING_THRESHOLD = "warning_threshold_percent"
+
+
+def warn_if_near(
+    kind: str, current: int, configured: int, *, percent: int, run_id: str, workflow_type: str = ""
+) -> None:
+    """Log a structured warning when ``current`` reaches ``percent`` % of ``configured``."""
+    if not configured or not percent or current * 100 < configured * percent:
+        return
+    utilization = current * 100 // configured
+    logger.warning(
+        "run %s approaching structural limit [%s]: %s / %s (%s%% utilization, warning at %s%%)",
+        run_id,
+        kind,
+        current,
+        configured,
+        utilization,
+        percent,
+        extra={
+            "workflow_run_id": run_id,
+            "workflow_type": workflow_type,
+            "limit_kind": kind,
+            "current": current,
+            "limit": configured,
+            "utilization_percent": utilization,
+        },
+    )
+
 
 #: Which operations each pending-count limit counts.
 _COUNTED_KIND = {
@@ -49,15 +79,17 @@ class StructuralLimits:
         pending = self._ops.open_count(counted) if counted else 0
         if pending + adding > configured:
             self.fail(kind, pending + adding, configured)
-        if pending + adding >= configured * WARNING_RATIO:
-            logger.warning(
-                "run %s is at %s of %s %s", self._run_id, pending + adding, configured, kind
-            )
+        self._warn(kind, pending + adding, configured)
 
     def check_batch(self, size: int) -> None:
         configured = self.configured.get("command_batch_size", 0)
         if configured and size > configured:
             self.fail("command_batch_size", size, configured)
+        self._warn("command_batch_size", size, configured)
+
+    def _warn(self, kind: str, current: int, configured: int) -> None:
+        percent = self.configured.get(WARNING_THRESHOLD, DEFAULT_WARNING_PERCENT)
+        warn_if_near(kind, current, configured, percent=percent, run_id=self._run_id)
 
     def fail(self, kind: str, value: int, configured: int) -> NoReturn:
         """Exceeding a structural limit fails the run; user code cannot swallow it."""

@@ -15,6 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 from django.db import DatabaseError, OperationalError, connections
 
 from durable_workflow.conf import get_settings
+from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.engine.runtime import current_runtime
 from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
 from durable_workflow.executor import dispatch
@@ -221,13 +222,19 @@ def engine_limits() -> dict[str, int]:
             "command_batch_size",
         )
     }
+    limits["warning_threshold_percent"] = settings.limit_warning_percent()
     limits["continue_as_new_event_threshold"] = settings.CONTINUE_AS_NEW_EVENT_THRESHOLD
     limits["continue_as_new_size_threshold"] = settings.CONTINUE_AS_NEW_SIZE_THRESHOLD
     return limits
 
 
-def check_limit(kind: str, value: int) -> None:
-    """Raise ``StructuralLimitExceeded`` when ``value`` passes the configured ``kind`` limit."""
-    configured = get_settings().limit(kind)
+def check_limit(kind: str, value: int, *, run_id: Any = "", count: bool = False) -> None:
+    """Raise ``StructuralLimitExceeded`` when ``value`` passes the configured ``kind`` limit;
+    a ``count`` limit warns from its threshold on."""
+    settings = get_settings()
+    configured = settings.limit(kind)
     if configured and value > configured:
         raise StructuralLimitExceeded(kind, value, configured)
+    if count:
+        percent = settings.limit_warning_percent()
+        warn_if_near(kind, value, configured, percent=percent, run_id=str(run_id))

@@ -13,6 +13,7 @@ from durable_workflow import clock, contracts, registry
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
+from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
@@ -68,19 +69,23 @@ def resolve_target(
     return run, None
 
 
-def limit_rejection(kind: str, value: int) -> Rejection | None:
-    configured = get_settings().limit(kind)
-    if configured and value >= configured:
-        return Rejection(
-            "structural_limit_exceeded",
-            "structural_limit_exceeded",
-            {
-                "structural_limit_kind": kind,
-                "structural_limit_value": value + 1,
-                "structural_limit_configured": configured,
-            },
-        )
-    return None
+def limit_rejection(kind: str, value: int, *, run_id: Any = "") -> Rejection | None:
+    """Refuse one more of ``value`` pending ``kind`` items at the limit; warn near it."""
+    settings = get_settings()
+    configured = settings.limit(kind)
+    if not configured or value < configured:
+        percent = settings.limit_warning_percent()
+        warn_if_near(kind, value + 1, configured, percent=percent, run_id=str(run_id))
+        return None
+    return Rejection(
+        "structural_limit_exceeded",
+        "structural_limit_exceeded",
+        {
+            "structural_limit_kind": kind,
+            "structural_limit_value": value + 1,
+            "structural_limit_configured": configured,
+        },
+    )
 
 
 def check_signal(
@@ -124,7 +129,7 @@ def send_signal(
             values, rejection = check_signal(run.workflow_type, name, arguments)
         if rejection is None and run is not None:
             rejection = limit_rejection(
-                "pending_signal_count", messages.pending_signal_count(run.id)
+                "pending_signal_count", messages.pending_signal_count(run.id), run_id=run.id
             )
         return _record_signal(
             instance_id, run, name, values, rejection, source, metadata or {}, now=now

@@ -57,7 +57,7 @@ def persist(
         batch.flush()  # later commands may refer to the activities just scheduled
         events += _HANDLERS[type(command)](run, command, now)
     batch.flush()
-    check_limit("history_transaction_size", len(events))
+    check_limit("history_transaction_size", len(events), run_id=run.id, count=True)
     return events
 
 
@@ -273,12 +273,12 @@ def _upsert_visibility(
     memo, attributes = visibility_store.current_visibility(run.id)
     if command.kind == "memo":
         merged = merge(memo, command.entries)
-        check_limit("memo_size", encoded_size(merged))
+        check_limit("memo_size_bytes", encoded_size(merged))
         visibility_store.update_run_visibility(run.id, memo=merged)
         payload = {"sequence": command.step, "entries": command.entries, "merged": merged}
         return [(EventType.MEMO_UPSERTED, payload)]
     merged = merge(attributes, command.entries)
-    check_limit("search_attribute_size", encoded_size(merged))
+    check_limit("search_attribute_size_bytes", encoded_size(merged))
     visibility_store.update_run_visibility(run.id, search_attributes=merged)
     visibility_store.replace_attributes(run.id, merged)
     payload = {"sequence": command.step, "attributes": command.entries, "merged": merged}

@@ -35,7 +35,7 @@ class ActivityBatch:
         self.tasks: list[Any] = []
 
     def add(self, command: c.ScheduleActivity) -> list[Event]:
-        check_limit("payload_size", envelope.encoded_size(command.arguments))
+        check_limit("payload_size_bytes", envelope.encoded_size(command.arguments))
         run, now = self.run, self.now
         local = command.options.get("execution_mode") == "local"
         session_id = (command.options.get("worker_session") or {}).get("session_id")

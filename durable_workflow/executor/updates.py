@@ -54,7 +54,8 @@ def _check(run: RunRecord, name: str, arguments: Any) -> tuple[str, list[Any], R
         return public, values, rejection
     if messages.pending_signal_count(run.id):
         return public, values, Rejection("rejected_pending_signal", "pending_signal")
-    rejection = limit_rejection("pending_update_count", messages.pending_update_count(run.id))
+    pending = messages.pending_update_count(run.id)
+    rejection = limit_rejection("pending_update_count", pending, run_id=run.id)
     if rejection is None and method.validator_fn is not None:
         rejection = _validate(run, method.validator_fn, values)
     return public, values, rejection

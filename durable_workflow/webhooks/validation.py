@@ -215,7 +215,7 @@ def start_options(data: dict[str, Any], policy: DuplicateStartPolicy) -> StartOp
     if not isinstance(memo, dict):
         raise invalid_field("visibility.memo", "The memo must be a JSON object.")
     _check_memo_keys(memo)
-    limit = get_settings().limit("memo_size")
+    limit = get_settings().limit("memo_size_bytes")
     if limit and len(json.dumps(memo).encode("utf-8")) > limit:
         raise invalid_field("visibility.memo", f"The memo is larger than {limit} bytes.")
     try:

@@ -345,7 +345,7 @@ def test_configuration_warnings():
     config = {
         **settings.DURABLE_WORKFLOW,
         "PAYLOAD_CODEC": "json",
-        "STRUCTURAL_LIMITS": {"payload_size": 0},
+        "STRUCTURAL_LIMITS": {"payload_size_bytes": 0},
     }
     app.conf.task_always_eager = True
     try:
@@ -357,7 +357,7 @@ def test_configuration_warnings():
     assert check(document, "payload_codec")["status"] == "warning"
     limits = check(document, "structural_limits")
     assert limits["status"] == "warning"
-    assert limits["details"]["disabled"] == ["payload_size"]
+    assert limits["details"]["disabled"] == ["payload_size_bytes"]
     with override_settings(DURABLE_WORKFLOW={"NOT_A_KEY": 1}):
         broken = doctor()
     assert check(broken, "settings")["status"] == "error"

@@ -481,7 +481,7 @@ def test_an_activity_started_where_it_is_scheduled_is_inserted_running(recorder)
 
 
 def test_a_limit_met_in_place_is_recorded_by_a_regular_workflow_task(recorder, caplog):
-    limits = {"STRUCTURAL_LIMITS": {"payload_size": 2000}}
+    limits = {"STRUCTURAL_LIMITS": {"payload_size_bytes": 2000}}
     with override_settings(DURABLE_WORKFLOW=eager_settings(**limits)):
         stub = start("tests.eager.step-then-large", "eager-limit", 5000)
         caplog.set_level("INFO", logger="durable_workflow")
@@ -490,7 +490,7 @@ def test_a_limit_met_in_place_is_recorded_by_a_regular_workflow_task(recorder, c
         executor.run_workflow_task(first_task(stub).id)
     assert "goes to a regular task" in caplog.text
     assert stub.refresh().failed()
-    assert stub.history()[-1].payload["structural_limit_kind"] == "payload_size"
+    assert stub.history()[-1].payload["structural_limit_kind"] == "payload_size_bytes"
     assert event_types(stub).count("ActivityCompleted") == 1
     failed_tasks = Task.objects.filter(run_id=stub.run_id(), task_type="workflow").exclude(
         status="completed"

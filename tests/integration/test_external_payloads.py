@@ -192,7 +192,7 @@ def test_a_missing_activity_argument_fails_the_activity_without_retry(inline, dr
 @override_settings(
     DURABLE_WORKFLOW=storage_settings(
         PAYLOAD_STORAGE="memory",
-        STRUCTURAL_LIMITS={"payload_size": 256 * 1024},
+        STRUCTURAL_LIMITS={"payload_size_bytes": 256 * 1024},
     )
 )
 def test_payload_size_limit_measures_the_real_size_not_the_reference(inline):

@@ -169,11 +169,11 @@ def test_bad_search_attributes_are_rejected(bad):
 def test_memo_size_limit_fails_the_run(inline):
     from django.test import override_settings
 
-    with override_settings(DURABLE_WORKFLOW={"STRUCTURAL_LIMITS": {"memo_size": 10}}):
+    with override_settings(DURABLE_WORKFLOW={"STRUCTURAL_LIMITS": {"memo_size_bytes": 10}}):
         stub = start("tests.tagged", "tag-big", "acme", 1)
         inline.run()
     stub.refresh()
     assert stub.failed()
     final = stub.history()[-1].payload
-    assert final["structural_limit_kind"] == "memo_size"
+    assert final["structural_limit_kind"] == "memo_size_bytes"
     assert "MemoUpserted" not in event_types(stub)

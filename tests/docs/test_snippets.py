@@ -34,7 +34,6 @@ NOT_YET_RUNNABLE = {
     "how-to/deploying-workers.md",
     "how-to/operations.md",
     "how-to/testing.md",
-    "how-to/webhooks.md",
     "how-to/worker-sessions.md",
     "performance.md",
     "reference/commands/workflow_doctor.md",

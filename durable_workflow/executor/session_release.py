@@ -11,6 +11,14 @@ its instance used, as if their holder had: status ``closed``, ``closed_at`` set.
 Not released: sessions an open run of another instance has used too (it may
 still need them), and anything at continue-as-new: the instance goes on, and its
 next run usually carries on in the same session.
+
+The other way round, a worker's planned shutdown closes the sessions it holds,
+but closing is terminal: a workflow still between two in-session steps would
+see its next step fail with ``session_closed``, so every deploy (and every
+interrupt in an activity, which stops its worker) would fail such workflows.
+A session an open run has used is handed back instead: its lease ends now
+(``expired``, ``lease_expired``), as if its holder had been lost, and the next
+step reacquires it on a capable worker (unless the session forbids that).
 """
 
 from __future__ import annotations
@@ -18,6 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
+from django.db import transaction
+
+from durable_workflow import clock
+from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.session_documents import namespace
 from durable_workflow.store import sessions as store
 from durable_workflow.store.records import RunRecord
@@ -39,3 +51,25 @@ def release_for_closed_run(run: RunRecord, *, now: dt.datetime) -> list[str]:
             ", ".join(released),
         )
     return released
+
+
+@retry_transaction
+def hand_back(session_id: str, worker: str) -> bool:
+    """End ``worker``'s lease on a session an open run has used, now; ``False``: no
+    open run uses it (or the worker does not hold it), so nothing was done."""
+    now = clock.now()
+    with transaction.atomic():
+        row = store.lock(namespace(), session_id)
+        if row is None or row["status"] != "active" or row["lease_owner"] != worker:
+            return False
+        if not store.used_by_open_run(session_id):
+            return False
+        store.update(
+            row["id"],
+            status="expired",
+            failure_reason="lease_expired",
+            lease_expires_at=now,
+            updated_at=now,
+        )
+    logger.info("worker %s handed back worker session %s on shutdown", worker, session_id)
+    return True

@@ -372,10 +372,14 @@ def close(session_id: str, worker: str) -> dict[str, Any]:
 
 
 def close_held_by(worker: str) -> list[str]:
-    """Close every session ``worker`` holds (a planned shutdown); returns their ids."""
+    """A planned shutdown: close every session ``worker`` holds that no open run uses,
+    hand the others back (``session_release.hand_back``); returns their ids."""
+    from durable_workflow.executor.session_release import hand_back
+
     held = store.held_by(worker, namespace=namespace())
     for session_id in held:
-        close(session_id, worker)
+        if not hand_back(session_id, worker):
+            close(session_id, worker)
     return held
 
 

@@ -124,6 +124,15 @@ def held_by(owner: str, *, namespace: str) -> list[str]:
     )
 
 
+def used_by_open_run(session_id: str) -> bool:
+    """Whether a run that has not closed has scheduled an activity in the session."""
+    return (
+        ActivityExecution.objects.filter(worker_session_id=session_id)
+        .exclude(run__status__in=TERMINAL_RUN_STATUSES)
+        .exists()
+    )
+
+
 def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.datetime) -> list[str]:
     """Close the open sessions the instance's runs used that no open run of another
     instance uses (the instance has closed); returns their ids.

@@ -513,3 +513,30 @@ def test_refused_task_pauses_double_up_to_the_cap(as_worker, recorder, settings)
         assert Task.objects.get(id=task.id).dispatch_count == 6  # the first message, 5 more
     finally:
         clock.reset()
+
+
+def test_a_planned_shutdown_hands_back_a_session_an_open_run_still_uses(inline, as_worker):
+    """Stopping a worker (a deploy, or an interrupt in an activity) must not fail the
+    workflows in its sessions: their next steps reacquire the session elsewhere."""
+    from durable_workflow.transport.worker import close_sessions
+
+    register("w1")
+    as_worker("w1")
+    stub = start("tests.session-rounds", "rel-shutdown", "rel-shutdown", 2)
+    idle = start("tests.session-rounds", "rel-idle", "rel-idle")
+    inline.run()
+    sessions.create({"session_id": "warm-up", "worker_id": "w1"})
+    close_sessions("w1")
+    row = WorkerSession.objects.get(session_id="rel-shutdown")
+    assert (row.status, row.failure_reason) == ("expired", "lease_expired")
+    assert _status("warm-up") == "closed"  # no workflow uses it: closed, as the spec says
+    assert _status("rel-idle") == "closed"  # released when its run completed
+    register("w2")
+    as_worker("w2")
+    stub.signal("next")
+    inline.run()
+    assert stub.refresh().status() == "completed", stub.describe()
+    assert [step["label"] for step in stub.output()] == [2, 1]
+    assert idle.refresh().status() == "completed"
+    row = WorkerSession.objects.get(session_id="rel-shutdown")
+    assert row.status == "closed" and row.lease_owner == "w2"

@@ -61,8 +61,14 @@ class StickyCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def take(self, run_id: uuid.UUID, boundary: int) -> WorkflowRuntime | None:
-        """The warm runtime for ``run_id`` if it is still valid; removes it either way."""
+    def take(
+        self, run_id: uuid.UUID, boundary: int, workflow_class: type
+    ) -> WorkflowRuntime | None:
+        """The warm runtime for ``run_id`` if it is still valid; removes it either way.
+
+        A runtime whose body belongs to another class than ``workflow_class`` (the one
+        registered, or mocked, for the run's type now) is stale: the run replays cold.
+        """
         if not get_settings().STICKY_ENABLED:
             return None
         with self._lock:
@@ -70,7 +76,8 @@ class StickyCache:
         if entry is None:
             self.stats.misses += 1
             return None
-        if entry.boundary != boundary or entry.expires < time.monotonic():
+        stale = entry.runtime.workflow_class is not workflow_class
+        if stale or entry.boundary != boundary or entry.expires < time.monotonic():
             self.stats.forced_cold += 1
             entry.runtime.dispose()
             return None

@@ -320,9 +320,9 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
 
 
 def _runtime_for(run: RunRecord) -> WorkflowRuntime:
-    runtime = sticky.cache.take(run.id, run.workflow_task_sequence)
+    cls: Any = hooks.workflow_class(run.workflow_type)
+    runtime = sticky.cache.take(run.id, run.workflow_task_sequence, cls)
     if runtime is None:
-        cls: Any = hooks.workflow_class(run.workflow_type)
         runtime = WorkflowRuntime(
             factory=lambda: cls._dw_instantiate(runtime),
             workflow_id=run.instance_id,

@@ -94,3 +94,29 @@ def test_eager_workflow_tasks_skip_the_broker_and_hit_the_warm_body(inline):
     # one published workflow task (the start); every other one ran eagerly and warm
     assert inline.sent["workflow"] == 1
     assert sticky.cache.stats.hits - hits >= 10
+
+
+def _gate(version: str) -> type:
+    """The same workflow class (same module and name) as two deploys would define it."""
+    import durable_workflow as dw
+    from durable_workflow import Workflow
+
+    class RedeployedGate(Workflow):
+        type_key = "tests.sticky-redeployed-gate"
+        signals = ["go"]
+
+        def handle(self) -> str:
+            dw.wait_signal("go")
+            return version
+
+    return RedeployedGate
+
+
+def test_a_warm_body_of_a_replaced_class_is_replayed_cold_on_the_new_one(inline):
+    _gate("first")
+    stub = start("tests.sticky-redeployed-gate", "redeployed-1")
+    inline.run()  # the body waits, warm, as the first class wrote it
+    _gate("second")  # the class registered under the key is replaced in this process
+    stub.signal("go")
+    inline.run()
+    assert stub.refresh().output() == "second"

@@ -11,9 +11,11 @@ class DurableWorkflowConfig(AppConfig):
 
     def ready(self) -> None:
         from durable_workflow import checks, exception_aliases  # noqa: F401  (checks register)
+        from durable_workflow.payload_codecs import configure_from_settings as configure_codecs
         from durable_workflow.payload_storage import configure_from_settings
 
         configure_from_settings()  # external payload storage driver, if settings name one
+        configure_codecs()  # the payload codec chain (compression, encryption), if any
         exception_aliases.configure_from_settings()  # EXCEPTION_TYPES, EXCEPTION_CLASS_ALIASES
 
         # Every installed app's ``workflows`` module registers its classes.

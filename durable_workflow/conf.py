@@ -142,6 +142,18 @@ class Settings:
     #: Prefix of the content-addressed object keys: ``<prefix><sha256[:2]>/<sha256>``.
     PAYLOAD_STORAGE_PREFIX: str = "dw-payloads/"
 
+    # --- Payload codec chain (durable_workflow.payload_codecs; read once at app start) ---
+    #: Byte transforms applied after encoding, in order: "zlib", "zstd", "aes-gcm" or dotted
+    #: paths of transform classes. Empty: payloads are stored as encoded.
+    PAYLOAD_CODECS: list[str] = dataclasses.field(default_factory=list)
+    #: Key id -> base64 AES key (16, 24 or 32 bytes), or the dotted path of a callable
+    #: returning that dict. Retired keys stay here so old payloads still decode.
+    PAYLOAD_ENCRYPTION_KEYS: dict[str, str] | str = dataclasses.field(default_factory=dict)
+    #: The key id new payloads are encrypted with (optional when there is one key).
+    PAYLOAD_ENCRYPTION_KEY_ID: str | None = None
+    #: Permission an admin user needs to see decoded payloads (None: the page's view permission).
+    PAYLOAD_DECODE_PERMISSION: str | None = None
+
     def limit(self, kind: str) -> int:
         """The configured ceiling for a structural limit kind (an old name is accepted)."""
         kind = OLD_LIMIT_NAMES.get(kind, kind)

@@ -8,6 +8,11 @@ With a payload storage driver configured (``codec.external``), a payload whose
 encoded bytes are at or over the threshold is stored through the driver and
 the envelope carries a verifiable reference instead of the blob:
 ``{"codec": <name>, "external_storage": {<reference>}}``.
+
+With a codec chain configured (``codec.chain``), the encoded bytes go through
+its transforms first and the envelope records them:
+``{"codec": <name>, "encodings": [...], "size_bytes": <n>, "blob": <base64>}``
+(or the reference, when the transformed bytes are offloaded).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import base64
 import re
 from typing import Any, Final, Protocol
 
-from durable_workflow.codec import avro, external, json_codec
+from durable_workflow.codec import avro, chain, external, json_codec
 from durable_workflow.exceptions import PayloadCodecError
 
 
@@ -104,6 +109,8 @@ def _from_bytes(name: str, data: bytes) -> Any:
 def encode(value: Any, codec: str = DEFAULT_CODEC) -> dict[str, Any]:
     """Wrap ``value`` in an envelope tagged with ``codec`` (offloaded when large)."""
     module = _codec(codec)
+    if chain.ENCODERS is not None:
+        return _encode_chained(chain.ENCODERS, value, codec)
     threshold = external.offload_threshold()
     if threshold is None:
         return {"codec": codec, "blob": module.encode_blob(value)}
@@ -116,16 +123,63 @@ def encode(value: Any, codec: str = DEFAULT_CODEC) -> dict[str, Any]:
     return {"codec": codec, external.ENVELOPE_KEY: external.store(data, codec).to_dict()}
 
 
+def _encode_chained(
+    transforms: tuple[chain.PayloadTransform, ...], value: Any, codec: str
+) -> dict[str, Any]:
+    """The envelope of ``value`` run through the configured transforms."""
+    encoded = _to_bytes(codec, value)
+    size = _size(encoded)
+    data = chain.apply(transforms, encoded if isinstance(encoded, bytes) else encoded.encode())
+    result: dict[str, Any] = {
+        "codec": codec,
+        chain.ENCODINGS_KEY: [t.name for t in transforms],
+        chain.SIZE_KEY: size,
+    }
+    threshold = external.offload_threshold()
+    if threshold is not None and len(data) >= threshold:
+        result[external.ENVELOPE_KEY] = external.store(data, codec).to_dict()
+    else:
+        result["blob"] = base64.b64encode(data).decode("ascii")
+    return result
+
+
+def _decode_chained(
+    envelope: dict[str, Any],
+    name: str,
+    blob: str | None,
+    reference: external.ExternalPayloadReference | None,
+) -> Any:
+    encodings = chain.parse_encodings(envelope[chain.ENCODINGS_KEY])
+    if reference is not None:
+        data = external.fetch(reference)
+    else:
+        try:
+            data = base64.b64decode(blob or "", validate=True)
+        except ValueError:
+            raise PayloadCodecError("invalid_payload_framing", "blob is not base64") from None
+    return _from_bytes(name, chain.undo(encodings, data))
+
+
 def decode(envelope: Any, expected_codec: str | None = None) -> Any:
     """Decode an envelope with the codec it names (which must equal ``expected_codec``).
 
-    An external reference is fetched and verified (size, then SHA-256) first.
+    An external reference is fetched and verified (size, then SHA-256) first;
+    the transforms an envelope's ``encodings`` names are undone before decoding.
     """
     name, blob, reference = _open(envelope, expected_codec)
     module = _codec(name)
+    if chain.ENCODINGS_KEY in envelope:
+        return _decode_chained(envelope, name, blob, reference)
     if reference is None:
         return module.decode_blob(blob)  # type: ignore[arg-type]
     return _from_bytes(name, external.fetch(reference))
+
+
+def encodings(envelope: Any) -> list[str]:
+    """The transforms a stored envelope went through (empty for a plain one)."""
+    if isinstance(envelope, dict) and chain.ENCODINGS_KEY in envelope:
+        return chain.parse_encodings(envelope[chain.ENCODINGS_KEY])
+    return []
 
 
 def is_external(envelope: Any) -> bool:
@@ -143,6 +197,8 @@ def encoded_size(envelope: Any) -> int:
     """
     name, blob, reference = _open(envelope)
     _codec(name)
+    if chain.ENCODINGS_KEY in envelope:
+        return chain.parse_size(envelope.get(chain.SIZE_KEY))
     if reference is not None:
         return reference.size_bytes
     assert blob is not None

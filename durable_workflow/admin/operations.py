@@ -144,7 +144,7 @@ def form_for(kind: str, data: Any = None, *, workflow_types: set[str] | None = N
 def _has_failed_workflow_task(run_id: uuid.UUID) -> bool:
     latest = (
         Task.objects.filter(run_id=run_id, task_type=TaskType.WORKFLOW)
-        .order_by("-created_at")
+        .order_by("-created_at", "-id")
         .values_list("status", flat=True)
         .first()
     )

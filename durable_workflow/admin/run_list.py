@@ -99,7 +99,7 @@ class RunListMixin:
         badges = format_html_join(
             " ",
             '<span class="dw-badge dw-badge-{}" title="{}">{}</span>',
-            ((key, KINDS[key].label, KINDS[key].badge) for key in _triage_of(run).attention),
+            ((key, label, badge) for key, badge, label in _triage_of(run).badges),
         )
         return format_html("{} {}", status, badges)
 

@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from durable_workflow.admin import dashboard, timeline
+from durable_workflow.admin import dashboard, run_page, timeline
 from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
 from durable_workflow.admin.base import (
     EngineAdmin,
@@ -27,6 +27,7 @@ from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
 from durable_workflow.admin.operations import OPERATIONS, Target
 from durable_workflow.admin.payloads import duration, pre
 from durable_workflow.admin.run_list import NeedsAttentionFilter, RunListMixin
+from durable_workflow.admin.triage import triage
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ChildCall,
@@ -175,8 +176,13 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        extra = {**(extra_context or {}), "operations": allowed_operations(request, object_id)}
-        extra["timeline_url"] = timeline_url(object_id)
+        run = _run_or_none(object_id)
+        if run is None:  # Django's own page says the run does not exist
+            return super().change_view(request, object_id, form_url, extra_context)
+        extra = {**(extra_context or {}), "operations": allowed_operations(request, run, run=run)}
+        extra["timeline_url"] = timeline_url(run.pk)
+        extra.update(run_page.page_context(run))
+        extra["waiting_on"] = triage([run])[run.pk]
         return super().change_view(request, object_id, form_url, extra)
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
@@ -232,9 +238,18 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
             "output": pre(run.output) if run.output is not None else None,
             "operations": allowed_operations(request, run, run=run),
             "compatibility": compatibility_html(run),
+            "waiting_on": triage([run])[run.pk],
+            **run_page.page_context(run),
             "event_types": sorted(str(e) for e in timeline_event_types()),
         }
         return TemplateResponse(request, "durable_workflow/admin/run_timeline.html", context)
+
+
+def _run_or_none(object_id: str) -> WorkflowRun | None:
+    try:
+        return WorkflowRun.objects.filter(pk=uuid.UUID(str(object_id))).first()
+    except ValueError:
+        return None
 
 
 def timeline_event_types() -> list[str]:

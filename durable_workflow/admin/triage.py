@@ -34,7 +34,7 @@ from durable_workflow.models import (
     WorkflowRun,
     WorkflowUpdate,
 )
-from durable_workflow.operations.attention import attention_of
+from durable_workflow.operations.attention import KINDS, attention_of
 
 _OPENS = (EventType.SIGNAL_WAIT_OPENED, EventType.CONDITION_WAIT_OPENED)
 _CLOSES = (
@@ -51,6 +51,11 @@ class Triage:
 
     attention: list[str] = dataclasses.field(default_factory=list)
     waits: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def badges(self) -> list[tuple[str, str, str]]:
+        """(kind, badge text, what it means) of each attention kind."""
+        return [(key, KINDS[key].badge, KINDS[key].label) for key in self.attention]
 
     @property
     def waiting_on(self) -> str:
@@ -141,7 +146,8 @@ def _failed_tasks(ids: list[uuid.UUID], into: dict[uuid.UUID, Triage]) -> None:
         if run_id in seen:
             continue
         seen.add(run_id)
-        into[run_id].waits.insert(0, (float("-inf"), f"failed task: {exception_type}"))
+        short = exception_type.rsplit(".", 1)[-1]
+        into[run_id].waits.insert(0, (float("-inf"), f"failed task: {short}"))
 
 
 def triage(runs: Iterable[WorkflowRun]) -> dict[uuid.UUID, Triage]:

@@ -25,8 +25,10 @@ def open_runs() -> QuerySet[WorkflowRun]:
 
 
 def _with_last_workflow_task() -> QuerySet[WorkflowRun]:
+    # Ties on created_at (one clock reading, or a frozen clock) go to the later id
+    # (time-ordered UUIDs), as in describe(): the later task is the one that counts.
     latest = Task.objects.filter(run=OuterRef("pk"), task_type=TaskType.WORKFLOW).order_by(
-        "-created_at"
+        "-created_at", "-id"
     )
     return open_runs().annotate(last_workflow_task=Subquery(latest.values("status")[:1]))
 

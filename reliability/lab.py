@@ -76,6 +76,9 @@ class Scenario:
     warn: Callable[[dict[str, Any]], list[str]] | None = None
     #: Workflow types whose runs may stay open by design (e.g. a parked poison run).
     expected_open: tuple[str, ...] = ()
+    #: Doctor checks expected to be raised by design (the parked poison run): the
+    #: doctor runs after the scenario whatever its outcome, and these lines are marked.
+    expected_doctor: tuple[str, ...] = ()
     #: Overrides the run's drain limit (a long backlog drains longer).
     drain_limit: float | None = None
     in_quick: bool = True
@@ -247,11 +250,15 @@ def _verdict(lab: Lab, workload: Workload, phase_end: float) -> dict[str, Any]:
     figures["logs"] = logscan.scan(lab.log_dir, quiet_from)
     figures["engine_settings"] = lab.engine_settings
     scenario = lab.scenario
+    if scenario.expected_doctor:  # judged with the rest
+        figures["doctor"] = doctor(lab)
     figures["failures"] = judge(figures) + (scenario.judge(figures) if scenario.judge else [])
     figures["warnings"] = warnings(figures) + (scenario.warn(figures) if scenario.warn else [])
     figures["status"] = "FAIL" if figures["failures"] else "warn" if figures["warnings"] else "ok"
-    if figures["failures"]:
+    if figures["failures"] and "doctor" not in figures:
         figures["doctor"] = doctor(lab)
+    for check in figures.get("doctor", {}).get("checks", []):
+        check["expected"] = check["id"] in scenario.expected_doctor
     return figures
 
 

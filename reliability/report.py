@@ -93,4 +93,5 @@ def _details(name: str, f: dict[str, Any]) -> None:
         print(f"   stuck: {sample}")
     if "doctor" in f:
         for check in f["doctor"].get("checks", []):
-            print(f"   doctor {check['status']}: {check['id']}: {check['message']}")
+            expected = " (expected)" if check.get("expected") else ""
+            print(f"   doctor {check['status']}{expected}: {check['id']}: {check['message']}")

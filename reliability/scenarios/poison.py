@@ -90,6 +90,16 @@ def judge(f: dict[str, Any]) -> list[str]:
         for instance_id, state in f["poison"].items()
         if state["state"] not in CAP_STATES
     ]
+    if f["poison"].get("poison-workflow", {}).get("state") == "parked":
+        # A parked run is what the doctor must name (durable_resume_paths, an error):
+        # the intended outcome, so not a failure; its absence would be one.
+        named = [
+            check
+            for check in f.get("doctor", {}).get("checks", [])
+            if check["id"] == "durable_resume_paths" and "poison-workflow" in check["message"]
+        ]
+        if not named:
+            failures.append("the doctor does not name the parked poison workflow")
     runs = f["poison_runs"]
     if runs["activity_bodies"] > runs["activity_cap"]:
         failures.append(
@@ -110,4 +120,5 @@ SCENARIO = Scenario(
     extra_checks=figures,
     judge=judge,
     expected_open=("chaos.poison-workflow",),
+    expected_doctor=("durable_resume_paths",),
 )

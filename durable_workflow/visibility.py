@@ -1,9 +1,10 @@
-"""Finding runs: by type, status, business key, time range and search attributes.
+"""Finding runs: by type, status, business key, labels, time range and search attributes.
 
     from durable_workflow.visibility import list_runs
 
     list_runs(workflow_type="order-processing", status="waiting",
-              search_attributes={"customer": "acme", "priority__gte": 3})
+              search_attributes={"customer": "acme", "priority__gte": 3},
+              labels={"tenant": "acme"})
 
 Search-attribute filters take ``key`` (equality) or ``key__<lookup>`` with
 ``gt``, ``gte``, ``lt``, ``lte``, ``in``, ``startswith`` or ``contains``. They
@@ -16,6 +17,7 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
+from durable_workflow.authoring.visibility import check_labels
 from durable_workflow.store.visibility import filter_runs
 
 
@@ -36,5 +38,10 @@ class RunSummary:
 
 
 def list_runs(**filters: Any) -> list[RunSummary]:
-    """Runs matching every given filter, newest first (``limit``/``offset`` page them)."""
+    """Runs matching every given filter, newest first (``limit``/``offset`` page them).
+
+    ``labels={"tenant": "acme"}`` keeps runs carrying every given label with that value.
+    """
+    if "labels" in filters:
+        filters["labels"] = check_labels(filters["labels"])
     return [RunSummary(run_id=str(row.pop("id")), **row) for row in filter_runs(**filters)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db.models.fields.json import KeyTransform
+
 from durable_workflow.models import SearchAttribute, WorkflowRun
 
 
@@ -63,6 +65,7 @@ def filter_runs(
     business_key: str | None = None,
     instance_id: str | None = None,
     search_attributes: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
     started_after: Any = None,
     started_before: Any = None,
     closed_after: Any = None,
@@ -96,6 +99,10 @@ def filter_runs(
             _attribute_filter(key, lookup or "exact", value)
         ).values("run_id")
         rows = rows.filter(id__in=matching)
+    for number, (key, value) in enumerate((labels or {}).items()):
+        # The key taken as a whole (one holding '__' is not a lookup path).
+        alias = f"label_{number}"
+        rows = rows.alias(**{alias: KeyTransform(key, "labels")}).filter(**{alias: value})
     if current_only:
         from django.db.models import F
 

@@ -6,7 +6,8 @@ Django is set up with ``tests.settings`` on the SQLite database ``DW_SQLITE_PATH
 (already migrated); a thread plays the worker, running whatever the page's code makes
 ready. Python blocks share one namespace; a block that shows a file (``# shop/x.py``)
 is written under SCRATCH_DIR, which is on ``sys.path``. ``python manage.py ...`` lines
-run the command in this process. Exits non-zero at the first block that fails, naming it.
+run the command in this process; ``python -m pytest ...`` lines run the tests the
+page wrote, in a process of their own. Exits non-zero at the first block that fails, naming it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shlex
+import subprocess
 import sys
 import threading
 import traceback
@@ -82,12 +84,35 @@ def _shell(command: str, block: Block) -> None:
     from django.core.management import call_command
 
     words = shlex.split(command)
+    if words[:3] == ["python", "-m", "pytest"]:
+        _pytest(words[3:], block)
+        return
     if words[:2] != ["python", "manage.py"]:
         raise AssertionError(
-            f"{block.where}: only `python manage.py ...` lines run here; mark the block "
+            f"{block.where}: only `python manage.py ...` and `python -m pytest ...` lines "
+            f"run here; mark the block "
             f"<!-- docs-test: fragment (why) --> or make it one: {command!r}"
         )
     call_command(*words[2:])
+
+
+def _pytest(arguments: list[str], block: Block) -> None:
+    """The page's tests, run by pytest in a process of their own in the scratch project
+    (which the page's file blocks wrote), on a test database of their own."""
+    scratch = pathlib.Path.cwd()
+    path = [str(scratch), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments],
+        cwd=scratch,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    if done.returncode != 0:
+        output = done.stdout[-4000:] + done.stderr[-2000:]
+        raise AssertionError(f"{block.where}: pytest failed\n{output}")
 
 
 def _worker() -> object:

@@ -32,7 +32,6 @@ def _id(page: pathlib.Path) -> str:
 NOT_YET_RUNNABLE = {
     "how-to/deploying-workers.md",
     "how-to/operations.md",
-    "how-to/testing.md",
     "how-to/worker-sessions.md",
     "performance.md",
     "reference/commands/workflow_doctor.md",

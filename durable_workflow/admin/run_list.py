@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from durable_workflow.admin.base import timeline_url
@@ -57,6 +59,12 @@ def _triage_of(run: WorkflowRun) -> Triage:
     return getattr(run, "dw_triage", None) or triage([run])[run.pk]
 
 
+def _short(moment: dt.datetime) -> str:
+    """``12-03 14:05:09`` in the site's time zone."""
+    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
+    return local.strftime("%m-%d %H:%M:%S")
+
+
 def label_search(term: str) -> tuple[str, str] | None:
     """``label:key=value`` as (key, value), or None when the term is not one."""
     if not term.startswith("label:"):
@@ -76,9 +84,7 @@ class RunListMixin:
         "workflow_type",
         "state_column",
         "waiting_on_column",
-        "started_at",
-        "closed_at",
-        "timeline_link",
+        "when_column",
     )
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
@@ -95,13 +101,22 @@ class RunListMixin:
 
     @admin.display(description="status", ordering="status")
     def state_column(self, run: WorkflowRun) -> str:
-        status = run.status + (f" ({run.closed_reason})" if run.closed_reason else "")
+        reason = run.closed_reason if run.closed_reason not in (None, "", run.status) else None
+        status = run.status + (f" ({reason})" if reason else "")
         badges = format_html_join(
             " ",
             '<span class="dw-badge dw-badge-{}" title="{}">{}</span>',
             ((key, label, badge) for key, badge, label in _triage_of(run).badges),
         )
         return format_html("{} {}", status, badges)
+
+    @admin.display(description="started / closed", ordering="created_at")
+    def when_column(self, run: WorkflowRun) -> str:
+        return format_html(
+            '<span class="dw-when">{}<br>{}</span>',
+            _short(run.started_at or run.created_at),
+            _short(run.closed_at) if run.closed_at else "open",
+        )
 
     @admin.display(description="waiting on")
     def waiting_on_column(self, run: WorkflowRun) -> str:

@@ -25,6 +25,7 @@ from durable_workflow.exceptions import WorkerSessionRejected
 from durable_workflow.executor import dispatch, lifecycle, sessions
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.store import runs, tasks
+from durable_workflow.store import sessions as session_store
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -43,7 +44,8 @@ def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now
     if result["admitted"]:
         return True
     reason = result["reason"]
-    tasks.note_error(task.id, f"worker_session {reason}: {result.get('error', '')}", now=now)
+    error = f"{session_store.REFUSAL_PREFIX}{reason}: {result.get('error', '')}"
+    tasks.note_error(task.id, error, now=now)
     logger.info("in-session activity task %s not admitted: %s", task.id, reason)
     if reason in sessions.PERMANENT_REASONS:
         _fail_for_good(task, run, execution, result, now=now)

@@ -334,7 +334,15 @@ def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
 
 
 def _worker_sessions() -> dict[str, int]:
+    """Sessions per status, and the in-session steps waiting after a refusal (with the
+    messages they have had: many per task means steps wait long for a session)."""
     from durable_workflow.executor import session_documents, sessions
+    from durable_workflow.store import sessions as session_store
 
     sessions.refresh_all()
-    return session_documents.metrics()
+    waiting = session_store.refused_and_waiting()
+    return {
+        **session_documents.metrics(),
+        "refused_waiting_tasks": waiting["tasks"],
+        "refused_waiting_messages": waiting["messages"],
+    }

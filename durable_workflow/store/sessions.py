@@ -6,13 +6,16 @@ import datetime as dt
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityAttempt,
     ActivityExecution,
     AttemptStatus,
+    Task,
+    TaskStatus,
+    TaskType,
     WorkerSession,
 )
 
@@ -161,3 +164,18 @@ def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.date
             status="closed", closed_at=now, updated_at=now
         )
     return list(released.values())
+
+
+#: How a worker's refusal of an in-session task starts the task's ``last_error``.
+REFUSAL_PREFIX = "worker_session "
+
+
+def refused_and_waiting() -> dict[str, int]:
+    """In-session activity tasks still ready after a worker turned them down, and the
+    messages they have had so far (the first ones included)."""
+    totals = Task.objects.filter(
+        status=TaskStatus.READY,
+        task_type=TaskType.ACTIVITY,
+        last_error__startswith=REFUSAL_PREFIX,
+    ).aggregate(tasks=Count("id"), messages=Sum("dispatch_count"))
+    return {"tasks": totals["tasks"] or 0, "messages": totals["messages"] or 0}

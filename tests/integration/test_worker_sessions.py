@@ -486,6 +486,8 @@ def test_a_session_another_open_run_used_is_kept(inline):
 
 
 def test_refused_task_pauses_double_up_to_the_cap(as_worker, recorder, settings):
+    from durable_workflow.operations.metrics import operator_metrics
+
     settings.DURABLE_WORKFLOW = {
         **settings.DURABLE_WORKFLOW,
         "WORKER_SESSION_REFUSAL_BACKOFF_SECONDS": 0.5,
@@ -511,6 +513,8 @@ def test_refused_task_pauses_double_up_to_the_cap(as_worker, recorder, settings)
             register("full", sessions_max=1)
         assert pauses == [0.5, 1.0, 2.0, 3.0, 3.0]
         assert Task.objects.get(id=task.id).dispatch_count == 6  # the first message, 5 more
+        block = operator_metrics()["worker_sessions"]
+        assert (block["refused_waiting_tasks"], block["refused_waiting_messages"]) == (1, 6)
     finally:
         clock.reset()
 

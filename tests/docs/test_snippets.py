@@ -34,8 +34,6 @@ NOT_YET_RUNNABLE = {
     "how-to/operations.md",
     "how-to/worker-sessions.md",
     "performance.md",
-    "reference/commands/workflow_replay.md",
-    "reference/commands/workflow_repair.md",
     "reference/commands/workflow_worker_session.md",
     "reference/management-commands.md",
     "reference/schedule-tick.md",

@@ -267,3 +267,21 @@ def test_limits_warn_at_eighty_percent(inline, caplog):
         inline.run()
     assert stub.refresh().output() == [0, 1, 2, 3]
     assert any("pending_activity_count" in r.getMessage() for r in caplog.records)
+
+
+def test_continue_as_new_applies_no_parent_close_policy(inline):
+    """Issue 23, item 3: the instance goes on, so its open children are left running,
+    not cancelled or terminated, when a run hands over to the next."""
+    stub = start("tests.hands-over-a-child", "handover-1", 1)
+    inline.run()
+    child_id = stub.refresh().output()
+    assert stub.status() == "completed"
+    (started,) = events_of(stub, "WorkflowStarted")
+    first = WorkflowStub.load_run(started["continued_from_run_id"])
+    assert "ParentClosePolicyApplied" not in event_types(first)
+    assert "ParentClosePolicyFailed" not in event_types(first)
+    child = WorkflowStub.load(child_id)
+    assert child.status() == "waiting"  # terminate was not applied, by either run
+    child.signal("go", "later")
+    inline.run()
+    assert child.refresh().output() == {"value": "x", "go": "later"}

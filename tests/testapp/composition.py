@@ -233,6 +233,20 @@ class CleanUpEverything(Workflow):
         }
 
 
+class HandsOverAChild(Workflow):
+    """Starts a child (``terminate`` on parent close) that waits for a signal, then
+    continues as new; the next run ends at once."""
+
+    type_key = "tests.hands-over-a-child"
+
+    def handle(self, rounds: int, child_id: str = "") -> str:
+        if rounds:
+            options = ChildWorkflowOptions(parent_close_policy="terminate")
+            child = dw.start_child("tests.patterns.waits-for-go", "x", options=options)
+            dw.continue_as_new(rounds - 1, child.id())
+        return child_id
+
+
 class Timeouts(Workflow):
     type_key = "tests.timeouts"
 

@@ -35,8 +35,6 @@ NOT_YET_RUNNABLE = {
     "how-to/worker-sessions.md",
     "performance.md",
     "reference/commands/workflow_worker_session.md",
-    "reference/management-commands.md",
-    "reference/schedule-tick.md",
 }
 
 

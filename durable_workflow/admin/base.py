@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db.models import Model, Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+
+from durable_workflow.admin.payloads import decoding_for
 
 OPERATE_PERMISSION = "durable_workflow.change_workflowrun"
 TERMINATE_PERMISSION = "durable_workflow.delete_workflowrun"
@@ -35,6 +39,17 @@ class CappedCountPaginator(Paginator):
     @cached_property
     def count(self) -> int:  # type: ignore[override]
         return int(self.object_list[: COUNT_CAP + 1].count())
+
+
+def rendered_for(
+    request: HttpRequest, view: Callable[..., HttpResponse], *args: Any, **kwargs: Any
+) -> HttpResponse:
+    """Run and render ``view`` with payloads shown as ``request``'s user may see them."""
+    with decoding_for(request):
+        response = view(*args, **kwargs)
+        if isinstance(response, TemplateResponse) and not response.is_rendered:
+            response.render()
+    return response
 
 
 def can_operate(request: HttpRequest) -> bool:
@@ -68,6 +83,12 @@ class EngineAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return rendered_for(request, super().changeform_view, request, *args, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return rendered_for(request, super().changelist_view, request, *args, **kwargs)
 
     # Custom permissions for ``@admin.action(permissions=[...])``.
     def has_operate_permission(self, request: HttpRequest) -> bool:

@@ -20,6 +20,7 @@ from durable_workflow.admin.base import (
     can_operate,
     can_terminate,
     link,
+    rendered_for,
     timeline_url,
 )
 from durable_workflow.admin.compatibility import compatibility_html
@@ -197,6 +198,9 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
         return TemplateResponse(request, "durable_workflow/admin/dashboard.html", context)
 
     def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return rendered_for(request, self._timeline, request, object_id)
+
+    def _timeline(self, request: HttpRequest, object_id: str) -> HttpResponse:
         try:
             run = WorkflowRun.objects.select_related(
                 "instance", "parent_run", "continued_from"

@@ -33,7 +33,6 @@ NOT_YET_RUNNABLE = {
     "how-to/deploying-workers.md",
     "how-to/operations.md",
     "how-to/worker-sessions.md",
-    "performance.md",
     "reference/commands/workflow_worker_session.md",
 }
 

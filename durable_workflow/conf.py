@@ -237,7 +237,7 @@ def _structural_limits(limits: Any) -> dict[str, int]:
             raise ConfigurationError(
                 f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'][{kind!r}] is a percentage (0 to 100)"
             )
-        name = OLD_LIMIT_NAMES.get(kind, kind)
+        name = OLD_LIMIT_NAMES.get(str(kind), str(kind))
         if name in checked:
             raise ConfigurationError(
                 f"DURABLE_WORKFLOW['STRUCTURAL_LIMITS'] sets {name!r} twice (once by its old name)"

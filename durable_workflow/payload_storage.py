@@ -240,7 +240,7 @@ def _reconfigure(setting: str, value: Any = None, **kwargs: Any) -> None:
 # ------------------------------------------------------------------ retention
 
 
-def _payload_columns() -> Iterable[tuple[Any, list[str]]]:
+def payload_columns() -> Iterable[tuple[Any, list[str]]]:
     """Every model of the app with JSON columns, and those columns."""
     from django.apps import apps
     from django.db.models import JSONField
@@ -283,7 +283,7 @@ def references_for_runs(run_ids: Iterable[Any]) -> set[ExternalPayloadReference]
     if not ids:
         return set()
     found: set[ExternalPayloadReference] = set()
-    for model, fields in _payload_columns():
+    for model, fields in payload_columns():
         if model is WorkflowRun:
             row_filter = Q(pk__in=ids)
         else:
@@ -308,7 +308,7 @@ def live_references() -> set[str]:
     Marked or not: an object any remaining row names is kept.
     """
     uris: set[str] = set()
-    for model, fields in _payload_columns():
+    for model, fields in payload_columns():
         for field in fields:
             uris.update(reference.uri for reference in _scan(model, field))
     return uris

@@ -7,6 +7,7 @@ all decode through the same codec chain; keys rotate without stranding old runs.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import pathlib
@@ -195,3 +196,50 @@ def test_a_run_without_its_key_fails_the_task_not_the_worker(inline, encrypted):
 
         [failure] = WorkflowFailure.objects.filter(run_id=run.id)
         assert "payload_key_unavailable" in failure.message
+
+
+def reencrypt_command(*args: str) -> str:
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("workflow_reencrypt", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def old_key_envelopes(value: Any) -> list[dict[str, Any]]:
+    from durable_workflow.codec import rekey
+
+    found: list[dict[str, Any]] = []
+    rekey.rewrite_value(
+        value, lambda env: found.append(env) if rekey.key_id(env) == "old" else None
+    )
+    return found
+
+
+def test_reencrypt_command_moves_old_payloads_to_the_current_key(inline, encrypted):
+    from durable_workflow.codec import rekey
+
+    old = run_payment(inline, "enc-re-1")
+    rotated = codec_settings({"old": OLD_KEY, "new": NEW_KEY}, "new")
+    with override_settings(DURABLE_WORKFLOW=rotated):
+        out = reencrypt_command("--dry-run", "--batch-size", "2")
+        assert "would rewrite" in out and "old: " in out
+        run = WorkflowRun.objects.get(id=old.run_id())
+        assert rekey.key_id(run.output) == "old"  # a dry run writes nothing
+        assert "rewrote" in reencrypt_command("--batch-size", "2")
+        run.refresh_from_db()
+        assert rekey.key_id(run.output) == "new"
+        for event in HistoryEvent.objects.filter(run_id=run.id):
+            assert old_key_envelopes(event.payload) == []
+        assert "rewrote 0 payloads" in reencrypt_command()  # run again: nothing left to do
+    with override_settings(DURABLE_WORKFLOW=codec_settings({"new": NEW_KEY}, "new")):
+        assert old.refresh().output()["note"] == f"ok for {SECRET}"
+        assert replay_instance("enc-re-1").ok
+        assert SECRET not in raw_payload_text(run.id)
+
+
+def test_reencrypt_command_refuses_without_a_current_key():
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="no current encryption key"):
+        call_command("workflow_reencrypt", stdout=io.StringIO(), stderr=io.StringIO())

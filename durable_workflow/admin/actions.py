@@ -13,7 +13,14 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
-from durable_workflow.admin.operations import OPERATIONS, Outcome, Target, form_for, perform
+from durable_workflow.admin.operations import (
+    OPERATIONS,
+    SINGLE_RUN_ONLY,
+    Outcome,
+    Target,
+    form_for,
+    perform,
+)
 
 #: How many targets the confirmation page lists by name.
 SHOWN_TARGETS = 50
@@ -22,7 +29,7 @@ SHOWN_TARGETS = 50
 class OperatorActionsMixin:
     """For run and instance admins: ``target_of(obj)`` says which run a row means."""
 
-    operation_kinds = ("cancel", "terminate", "repair", "retry", "signal")
+    operation_kinds = ("cancel", "terminate", "repair", "retry", "signal", "query", "update")
 
     def target_of(self, obj: Any) -> Target:
         raise NotImplementedError
@@ -115,6 +122,8 @@ def report(request: HttpRequest, kind: str, outcomes: list[Outcome]) -> None:
         summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(accepted.items()))
         messages.success(request, f"{label}: {summary}.")
     for outcome in outcomes:
+        if outcome.detail:
+            messages.info(request, f"{label} of {outcome.target}: {outcome.detail}")
         if not outcome.accepted:
             messages.warning(
                 request,
@@ -135,4 +144,4 @@ def make_action(kind: str) -> Callable[..., HttpResponse | None]:
     return action
 
 
-OPERATOR_ACTIONS = [make_action(kind) for kind in OPERATIONS]
+OPERATOR_ACTIONS = [make_action(kind) for kind in OPERATIONS if kind not in SINGLE_RUN_ONLY]

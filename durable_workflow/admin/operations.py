@@ -19,8 +19,13 @@ from django.http import HttpRequest
 
 from durable_workflow import registry
 from durable_workflow.admin.base import OPERATE_PERMISSION, TERMINATE_PERMISSION
-from durable_workflow.exceptions import WorkflowNotFoundError
-from durable_workflow.executor import control, intake
+from durable_workflow.client import WorkflowStub
+from durable_workflow.exceptions import (
+    InvalidValueError,
+    QueryFailedError,
+    WorkflowNotFoundError,
+)
+from durable_workflow.executor import control, intake, updates
 from durable_workflow.models import TERMINAL_RUN_STATUSES, Task, TaskType, WorkflowRun
 
 logger = logging.getLogger("durable_workflow")
@@ -67,7 +72,28 @@ OPERATIONS = {
         OPERATE_PERMISSION,
         "Deliver a declared signal with JSON arguments.",
     ),
+    "query": Operation(
+        "query",
+        "Query",
+        OPERATE_PERMISSION,
+        "Ask the run's state through a declared query, with JSON arguments; the answer is "
+        "shown here. The run is replayed from its history in this web process.",
+    ),
+    "update": Operation(
+        "update",
+        "Send update",
+        OPERATE_PERMISSION,
+        "Submit a declared update with JSON arguments. Its validator's verdict is shown "
+        "here; a worker applies an accepted update and its result appears on the timeline.",
+    ),
 }
+
+#: Operations that read or write one run at a time only (no changelist bulk action).
+SINGLE_RUN_ONLY = ("query",)
+#: Operations a closed run still answers.
+ON_CLOSED_RUNS = ("query",)
+#: The longest answer a query shows (the rest is cut).
+MAX_ANSWER_CHARS = 4000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +111,8 @@ class Outcome:
     accepted: bool
     outcome: str
     rejection_reason: str | None = None
+    #: What the operator asked to see (a query's answer), as text.
+    detail: str | None = None
 
 
 class ReasonForm(forms.Form):
@@ -96,48 +124,82 @@ class ReasonForm(forms.Form):
     )
 
 
-def _signal_names(workflow_types: set[str]) -> list[str]:
+def _handler_names(workflow_types: set[str], attribute: str) -> list[str]:
+    """The declared signal, query or update names of these workflow types."""
     names: set[str] = set()
     for type_key in workflow_types:
         try:
             cls = registry.workflow_class(type_key)
         except Exception:
             continue
-        names |= set(getattr(cls, "_dw_signal_contracts", {}) or {})
+        names |= set(getattr(cls, attribute, {}) or {})
     return sorted(names)
 
 
-class SignalForm(ReasonForm):
-    signal_name = forms.CharField(label="Signal", max_length=255)
+class MessageForm(ReasonForm):
+    """A signal, query or update: a declared name and JSON arguments."""
+
+    name_field = "signal_name"
+    names_attribute = "_dw_signal_contracts"
+    label = "Signal"
     arguments = forms.CharField(
         label="Arguments",
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         initial="[]",
-        help_text="JSON: a list of positional arguments or an object of named ones.",
+        required=False,
+        help_text="JSON: a list of positional arguments or an object of named ones (empty: none).",
     )
 
     def __init__(self, *args: Any, workflow_types: set[str] | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        names = _signal_names(workflow_types or set())
+        names = _handler_names(workflow_types or set(), self.names_attribute)
         if names:
-            self.fields["signal_name"] = forms.ChoiceField(
-                label="Signal", choices=[(n, n) for n in names]
+            field: forms.Field = forms.ChoiceField(
+                label=self.label, choices=[(n, n) for n in names]
             )
-        self.order_fields(["signal_name", "arguments", "reason"])
+        else:  # types this process does not know: any name, checked by the engine
+            field = forms.CharField(label=self.label, max_length=255)
+        self.fields[self.name_field] = field
+        self.order_fields([self.name_field, "arguments", "reason"])
 
     def clean_arguments(self) -> Any:
         try:
             value = json.loads(self.cleaned_data["arguments"] or "[]")
         except ValueError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc}") from None
+        except RecursionError:  # brackets nested deeper than the parser goes
+            raise forms.ValidationError("not valid JSON: nested too deeply") from None
         if not isinstance(value, list | dict):
             raise forms.ValidationError("use a JSON list or object")
         return value
 
 
+class SignalForm(MessageForm):
+    pass
+
+
+class QueryForm(MessageForm):
+    name_field = "query_name"
+    names_attribute = "_dw_queries"
+    label = "Query"
+
+
+class UpdateForm(MessageForm):
+    name_field = "update_name"
+    names_attribute = "_dw_updates"
+    label = "Update"
+
+
+MESSAGE_FORMS: dict[str, type[MessageForm]] = {
+    "signal": SignalForm,
+    "query": QueryForm,
+    "update": UpdateForm,
+}
+
+
 def form_for(kind: str, data: Any = None, *, workflow_types: set[str] | None = None) -> Any:
-    if kind == "signal":
-        return SignalForm(data, workflow_types=workflow_types)
+    if kind in MESSAGE_FORMS:
+        return MESSAGE_FORMS[kind](data, workflow_types=workflow_types)
     return ReasonForm(data)
 
 
@@ -174,6 +236,47 @@ def _repair(target: Target, reason: str, *, retry: bool) -> Outcome:
     return Outcome(target, result.accepted, result.outcome, result.rejection_reason)
 
 
+def _query(target: Target, data: dict[str, Any]) -> Outcome:
+    """Answer the query on the run (pinned) or the instance's current run."""
+    if target.run_id is not None:
+        stub = WorkflowStub.load_run(target.run_id)
+    else:
+        stub = WorkflowStub.load(target.instance_id)
+    try:
+        answer = stub.query_with_arguments(data["query_name"], data["arguments"])
+    except QueryFailedError as exc:
+        return Outcome(target, False, "query_failed", f"{exc.reason}: {exc}"[:1000])
+    try:
+        text = json.dumps(answer, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a value JSON cannot hold (a cycle, a NaN key...)
+        text = repr(answer)
+    if len(text) > MAX_ANSWER_CHARS:
+        text = text[:MAX_ANSWER_CHARS] + " …(cut)"
+    return Outcome(target, True, "answered", detail=text)
+
+
+def _update(target: Target, data: dict[str, Any], reason: str, request: HttpRequest) -> Outcome:
+    """Submit the update; the outcome is the validator's verdict (accepted or why not)."""
+    submitted = updates.submit_update(
+        target.instance_id,
+        data["update_name"],
+        data["arguments"],
+        run_id=target.run_id,
+        source="admin",
+        metadata={"reason": reason, "operator": request.user.get_username()},
+    )
+    accepted = submitted.record is not None and submitted.rejection_reason is None
+    errors = submitted.metadata.get("validation_errors") if submitted.metadata else None
+    detail = f"validation errors: {errors}" if errors else None
+    return Outcome(
+        target,
+        accepted,
+        submitted.outcome or ("accepted" if accepted else "rejected"),
+        submitted.rejection_reason,
+        detail=detail,
+    )
+
+
 def perform(kind: str, target: Target, data: dict[str, Any], request: HttpRequest) -> Outcome:
     """Run one operator command; the result says what the engine decided."""
     reason = data["reason"]
@@ -186,6 +289,10 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind in ("repair", "retry"):
             outcome = _repair(target, reason, retry=kind == "retry")
+        elif kind == "query":
+            outcome = _query(target, data)
+        elif kind == "update":
+            outcome = _update(target, data, reason, request)
         elif kind == "signal":
             sent = intake.send_signal(
                 target.instance_id,
@@ -200,6 +307,8 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
             raise ValueError(f"unknown operation {kind!r}")
     except WorkflowNotFoundError:
         outcome = Outcome(target, False, "not_found", "instance_not_found")
+    except InvalidValueError as exc:  # a hostile name or value, refused before any write
+        outcome = Outcome(target, False, "rejected_invalid", str(exc)[:500])
     logger.info(
         "admin %s of %s by %s: %s",
         kind,

@@ -25,7 +25,7 @@ from durable_workflow.admin.base import (
 )
 from durable_workflow.admin.compatibility import compatibility_html
 from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
-from durable_workflow.admin.operations import OPERATIONS, Target
+from durable_workflow.admin.operations import ON_CLOSED_RUNS, OPERATIONS, Target
 from durable_workflow.admin.payloads import duration, pre
 from durable_workflow.admin.run_list import NeedsAttentionFilter, RunListMixin
 from durable_workflow.admin.triage import triage
@@ -280,7 +280,7 @@ def allowed_operations(
     allowed = []
     for kind, operation in OPERATIONS.items():
         permitted = can_terminate(request) if kind == "terminate" else can_operate(request)
-        if not permitted or run.status in TERMINAL_RUN_STATUSES:
+        if not permitted or (run.status in TERMINAL_RUN_STATUSES and kind not in ON_CLOSED_RUNS):
             continue
         allowed.append(
             {

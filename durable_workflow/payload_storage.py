@@ -46,6 +46,7 @@ from durable_workflow.codec.external import (
     PayloadStorageDriver,
     StoragePolicy,
 )
+from durable_workflow.codec.external_drivers import check_key
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError
 
@@ -100,7 +101,7 @@ class DjangoStorageDriver:
         if not uri.startswith(base):
             raise ValueError(f"{uri!r} does not belong to storage {self.alias!r}")
         name = uri[len(base) :]
-        external.check_key(name)
+        check_key(name)
         return name
 
     name = key_of
@@ -108,7 +109,7 @@ class DjangoStorageDriver:
     def put(self, key: str, data: bytes) -> str:
         from django.core.files.base import ContentFile
 
-        external.check_key(key)
+        check_key(key)
         if self.storage.exists(key) and self.storage.size(key) == len(data):
             self._touch(key)
             return self.uri(key)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from durable_workflow.codec.chain import (
     CORRUPT,
@@ -26,6 +26,9 @@ from durable_workflow.codec.chain import (
     PayloadKeyUnavailable,
 )
 from durable_workflow.exceptions import PayloadCodecError
+
+if TYPE_CHECKING:  # the optional extra is imported only when a transform is built
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 NAME: Final = "aes-gcm"
 VERSION: Final = 1
@@ -44,7 +47,7 @@ class AesGcmTransform:
 
         if current_key_id is not None and current_key_id not in keys:
             raise ValueError(f"current payload key id {current_key_id!r} is not among the keys")
-        self._ciphers: dict[str, Any] = {}
+        self._ciphers: dict[str, AESGCM] = {}
         for key_id, key in keys.items():
             if not KEY_ID.fullmatch(key_id):
                 raise ValueError(

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views import View
 
 from durable_workflow.ids import instance_file_name
@@ -25,7 +26,7 @@ class OperatorJsonView(View):
     http_method_names = ["get", "head", "options"]
     permission_required: str | None = VIEW_PERMISSION
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if self.permission_required:
             user = getattr(request, "user", None)
             if user is None or not user.is_authenticated:

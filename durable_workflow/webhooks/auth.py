@@ -47,6 +47,11 @@ class _CsrfCheck(CsrfViewMiddleware):
         raise AuthenticationFailed(f"CSRF check failed: {reason}")
 
 
+def _no_view(request: HttpRequest) -> HttpResponse:
+    # The middleware wants a view; the check runs before any view, so none answers.
+    return HttpResponse()
+
+
 def enforce_csrf(request: HttpRequest) -> None:
     """Run Django's CSRF checks (origin, referer, token) or raise ``AuthenticationFailed``.
 
@@ -54,9 +59,9 @@ def enforce_csrf(request: HttpRequest) -> None:
     a cookie. A custom authenticator that trusts the session cookie (a logged-in
     user) must call this first: otherwise any site the user visits could post here.
     """
-    check = _CsrfCheck(lambda request: HttpResponse())
+    check = _CsrfCheck(_no_view)
     check.process_request(request)  # reads the CSRF cookie into request.META
-    check.process_view(request, None, (), {})
+    check.process_view(request, _no_view, (), {})
 
 
 @dataclasses.dataclass(frozen=True)

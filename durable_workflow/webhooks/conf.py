@@ -96,9 +96,11 @@ def webhook_settings() -> WebhookSettings:
         value = raw.get(key)
         if value is None and key in ("UPDATE_WAIT_TIMEOUT_SECONDS", "UPDATE_POLL_INTERVAL_MS"):
             continue
-        if key in raw and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if key not in raw:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise _fail(f"{key} must be a number")
-        if key in raw and value < 0:
+        if value < 0:
             raise _fail(f"{key} must be >= 0")
     for key in _STRING_KEYS:
         if key in raw and not isinstance(raw[key], str):

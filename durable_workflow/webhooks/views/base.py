@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
@@ -59,7 +60,7 @@ class Respond(Exception):
 
 
 class WebhookView(View):
-    http_method_names: ClassVar[list[str]] = ["post", "options"]
+    http_method_names = ["post", "options"]
     #: Explicit exposure given to ``routes(workflows=...)``; ``None`` uses opt-in.
     workflows: Any = None
 
@@ -68,7 +69,7 @@ class WebhookView(View):
         view = super().as_view(**initkwargs)
         return csrf_exempt(transaction.non_atomic_requests(view))
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if (request.method or "").lower() not in self.http_method_names:
             return self.http_method_not_allowed(request, *args, **kwargs)
         if request.method == "POST" and request.content_type != "application/json":

@@ -64,7 +64,7 @@ class QueryView(WebhookView):
 
     @staticmethod
     def _failed(base: dict[str, Any], exc: QueryFailedError) -> HttpResponse:
-        status, key = _QUERY_FAILURES.get(exc.reason, (409, "reason"))
+        status, key = _QUERY_FAILURES.get(exc.reason or "", (409, "reason"))
         document = {**base, key: exc.reason, "message": str(exc)}
         errors = exc.metadata.get("validation_errors")
         if errors:

@@ -6,6 +6,7 @@ DW_TEST_DB selects the database: ``sqlite`` (default) or ``postgres``
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 
@@ -89,6 +90,8 @@ DURABLE_WORKFLOW = {
     "EAGER_WORKFLOW_TASKS": os.environ.get("DW_EAGER_WORKFLOW_TASKS", "0") == "1",
     "EAGER_ACTIVITIES": os.environ.get("DW_EAGER_ACTIVITIES", "0") == "1",
 }
+# More DURABLE_WORKFLOW keys for worker subprocesses, as a JSON object (e.g. payload codecs).
+DURABLE_WORKFLOW.update(json.loads(os.environ.get("DW_EXTRA_SETTINGS_JSON", "{}")))
 
 ROOT_URLCONF = "tests.urls"
 MIDDLEWARE = [

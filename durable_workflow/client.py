@@ -198,25 +198,40 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         )
 
     # ----------------------------------------------------- cancel / terminate
-    def attempt_cancel(self, reason: str | None = None) -> CommandResult:
-        """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""
-        outcome = request_cancel(self._instance_id, run_id=self._target_run(), reason=reason)
+    def attempt_cancel(
+        self, reason: str | None = None, *, request_id: str | None = None
+    ) -> CommandResult:
+        """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step.
+
+        ``request_id``: the same id again returns the first outcome and records nothing.
+        """
+        outcome = request_cancel(
+            self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
+        )
         self.refresh()
         return command_result(outcome, self._pinned)
 
-    def cancel(self, reason: str | None = None) -> CommandResult:
+    def cancel(self, reason: str | None = None, *, request_id: str | None = None) -> CommandResult:
         """``attempt_cancel`` that raises ``CommandRejected`` when the command is rejected."""
-        return _raise_if_rejected(self.attempt_cancel(reason), "cancel")
+        return _raise_if_rejected(self.attempt_cancel(reason, request_id=request_id), "cancel")
 
-    def attempt_terminate(self, reason: str | None = None) -> CommandResult:
-        """Close the run at once; no more workflow code runs."""
-        outcome = request_terminate(self._instance_id, run_id=self._target_run(), reason=reason)
+    def attempt_terminate(
+        self, reason: str | None = None, *, request_id: str | None = None
+    ) -> CommandResult:
+        """Close the run at once; no more workflow code runs (``request_id`` as for cancel)."""
+        outcome = request_terminate(
+            self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
+        )
         self.refresh()
         return command_result(outcome, self._pinned)
 
-    def terminate(self, reason: str | None = None) -> CommandResult:
+    def terminate(
+        self, reason: str | None = None, *, request_id: str | None = None
+    ) -> CommandResult:
         """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
-        return _raise_if_rejected(self.attempt_terminate(reason), "terminate")
+        return _raise_if_rejected(
+            self.attempt_terminate(reason, request_id=request_id), "terminate"
+        )
 
     # -------------------------------------------------------------- signals
     def signal_with_start(

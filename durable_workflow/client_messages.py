@@ -70,10 +70,20 @@ class StubMessages:
         """Send a signal; the result says whether it was accepted and why not."""
         return self.attempt_signal_with_arguments(name, list(args))
 
-    def attempt_signal_with_arguments(self, name: str, arguments: Arguments) -> CommandResult:
-        """Send a signal with a positional list or a named map of arguments."""
+    def attempt_signal_with_arguments(
+        self, name: str, arguments: Arguments, *, request_id: str | None = None
+    ) -> CommandResult:
+        """Send a signal with a positional list or a named map of arguments.
+
+        ``request_id``: sent again with the same id, the signal is not recorded twice;
+        the first outcome comes back.
+        """
         outcome = intake.send_signal(
-            self._instance_id, name, self._plain(arguments), run_id=self._target_run()
+            self._instance_id,
+            name,
+            self._plain(arguments),
+            run_id=self._target_run(),
+            request_id=request_id,
         )
         return command_result(outcome, self._pinned)
 
@@ -132,10 +142,21 @@ class StubMessages:
         return self.attempt_update_with_arguments(name, list(args), wait_timeout=wait_timeout)
 
     def attempt_update_with_arguments(
-        self, name: str, arguments: Arguments, *, wait_timeout: float | None = None
+        self,
+        name: str,
+        arguments: Arguments,
+        *,
+        wait_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> UpdateResult:
+        """``attempt_update`` with a list or map of arguments. ``request_id``: the same id
+        again submits nothing and answers for the update the first call submitted."""
         outcome = updates.submit_update(
-            self._instance_id, name, self._plain(arguments), run_id=self._target_run()
+            self._instance_id,
+            name,
+            self._plain(arguments),
+            run_id=self._target_run(),
+            request_id=request_id,
         )
         result = self._update_result(outcome.record, outcome)
         if not result.accepted or result.update_id is None:

@@ -136,13 +136,28 @@ def _close_command(
     run_id: str | uuid.UUID | None,
     reason: str | None,
     source: str,
+    request_id: str | None = None,
 ) -> CloseOutcome:
-    from durable_workflow.executor.intake import resolve_target
+    from durable_workflow.executor.intake import check_request_id, repeated_request, resolve_target
 
     check_reason(reason)
+    check_request_id(request_id)
     now = clock.now()
+    command_type = CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)
+        prior = repeated_request(instance_id, command_type, request_id)
+        if prior is not None:  # the same request again: its first answer, nothing new
+            return CloseOutcome(
+                accepted=prior.command.status == CommandStatus.ACCEPTED,
+                outcome=prior.command.outcome,
+                command_id=prior.command.id,
+                instance_id=instance_id,
+                run_id=prior.command.run_id,
+                rejection_reason=prior.command.rejection_reason,
+                metadata=prior.metadata,
+                reason=prior.reason or None,
+            )
         accepted = rejection is None
         outcome = (
             ("cancelled" if kind == "cancel" else "terminated") if accepted else rejection.outcome
@@ -150,12 +165,13 @@ def _close_command(
         command = commands.record_command(
             instance_id=instance_id,
             run_id=run.id if run else None,
-            command_type=CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE,
+            command_type=command_type,
             status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
             outcome=outcome,
             rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
             source=source,
             reason=reason or "",
+            payload={} if request_id is None else {"request_id": request_id},
             metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
             now=now,
         )
@@ -198,6 +214,7 @@ def request_cancel(
     run_id: str | uuid.UUID | None = None,
     reason: str | None = None,
     source: str = "client",
+    request_id: str | None = None,
 ) -> CloseOutcome:
     """Ask the run to stop: ``WorkflowCancelled`` is raised in the body at its next step.
 
@@ -205,7 +222,9 @@ def request_cancel(
     run then closes ``cancelled`` and every still-open timer and activity is
     cancelled with its event.
     """
-    return _close_command("cancel", instance_id, run_id=run_id, reason=reason, source=source)
+    return _close_command(
+        "cancel", instance_id, run_id=run_id, reason=reason, source=source, request_id=request_id
+    )
 
 
 @retry_transaction
@@ -215,6 +234,14 @@ def request_terminate(
     run_id: str | uuid.UUID | None = None,
     reason: str | None = None,
     source: str = "client",
+    request_id: str | None = None,
 ) -> CloseOutcome:
     """Close the run at once; no more workflow code runs."""
-    return _close_command("terminate", instance_id, run_id=run_id, reason=reason, source=source)
+    return _close_command(
+        "terminate",
+        instance_id,
+        run_id=run_id,
+        reason=reason,
+        source=source,
+        request_id=request_id,
+    )

@@ -9,12 +9,12 @@ from typing import Any
 
 from django.db import transaction
 
-from durable_workflow import clock, contracts, registry
+from durable_workflow import clock, contracts, registry, text
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.limits import warn_if_near
-from durable_workflow.exceptions import WorkflowNotFoundError
+from durable_workflow.exceptions import InvalidValueError, WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.models import (
@@ -69,6 +69,27 @@ def resolve_target(
     return run, None
 
 
+def check_request_id(request_id: str | None) -> None:
+    """A request id is a caller's string: at most 255 characters, no control characters."""
+    if request_id is None:
+        return
+    if not isinstance(request_id, str):
+        raise InvalidValueError("request_id must be a string", field="request_id")
+    reason = text.problem(request_id, max_length=255)
+    if reason is not None:
+        raise InvalidValueError(f"request_id: {reason}", field="request_id", reason=reason)
+
+
+def repeated_request(
+    instance_id: str, command_type: str, request_id: str | None
+) -> commands.PriorCommand | None:
+    """The command this instance already took under ``request_id`` (call it holding the
+    run lock, so two deliveries of one request cannot both miss it)."""
+    if request_id is None:
+        return None
+    return commands.command_for_request(instance_id, command_type, request_id)
+
+
 def limit_rejection(kind: str, value: int, *, run_id: Any = "") -> Rejection | None:
     """Refuse one more of ``value`` pending ``kind`` items at the limit; warn near it."""
     settings = get_settings()
@@ -119,11 +140,32 @@ def send_signal(
     run_id: str | uuid.UUID | None = None,
     source: str = "client",
     metadata: dict[str, Any] | None = None,
+    request_id: str | None = None,
 ) -> SignalOutcome:
+    """Record a signal for the instance's current run (or the pinned ``run_id``).
+
+    A ``request_id`` the instance already took a signal under returns that signal's
+    outcome again and records nothing (a client retrying after a lost answer).
+    """
     check_name(name, field="signal name")
+    check_request_id(request_id)
     now = clock.now()
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)
+        prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
+        if prior is not None:
+            return SignalOutcome(
+                accepted=prior.command.status == CommandStatus.ACCEPTED,
+                outcome=prior.command.outcome,
+                command_id=prior.command.id,
+                instance_id=instance_id,
+                run_id=prior.command.run_id,
+                signal_id=prior.signal_id,
+                rejection_reason=prior.command.rejection_reason,
+                metadata=prior.metadata,
+            )
+        if request_id is not None:
+            metadata = {**(metadata or {}), "request_id": request_id}
         values: list[Any] = []
         if rejection is None and run is not None:
             values, rejection = check_signal(run.workflow_type, name, arguments)

@@ -15,7 +15,13 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import PayloadCodecError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
-from durable_workflow.executor.intake import Rejection, limit_rejection, resolve_target
+from durable_workflow.executor.intake import (
+    Rejection,
+    check_request_id,
+    limit_rejection,
+    repeated_request,
+    resolve_target,
+)
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.store import commands, messages, runs
@@ -119,12 +125,26 @@ def submit_update(
     run_id: str | uuid.UUID | None = None,
     source: str = "client",
     metadata: dict[str, Any] | None = None,
+    request_id: str | None = None,
 ) -> UpdateOutcome:
-    """Accept or reject an update on the run; ``metadata`` joins its command's payload."""
+    """Accept or reject an update on the run; ``metadata`` joins its command's payload.
+    A ``request_id`` the instance took an update under already answers that update."""
     check_name(name, field="update name")
+    check_request_id(request_id)
     now = clock.now()
+    if request_id is not None:
+        metadata = {**(metadata or {}), "request_id": request_id}
     with transaction.atomic():
         run, rejection = resolve_target(instance_id, run_id)
+        prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
+        if prior is not None:
+            return UpdateOutcome(
+                messages.update_of_command(prior.command.id),
+                prior.command.id,
+                prior.command.outcome or None,
+                prior.command.rejection_reason,
+                prior.metadata,
+            )
         public, values = name, []
         if rejection is None and run is not None:
             public, values, rejection = _check(run, name, arguments)

@@ -51,6 +51,48 @@ def record_command(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class PriorCommand:
+    """A command recorded before under the same request id: what the caller got then."""
+
+    command: CommandRecord
+    reason: str
+    metadata: dict[str, Any]
+    signal_id: uuid.UUID | None
+
+
+def command_for_request(
+    instance_id: str, command_type: str, request_id: str
+) -> PriorCommand | None:
+    """The command of this type the instance took first under ``request_id``, if any."""
+    from durable_workflow.models import WorkflowSignal
+
+    row = (
+        WorkflowCommand.objects.filter(
+            instance_id=instance_id, command_type=command_type, payload__request_id=request_id
+        )
+        .order_by("created_at", "id")
+        .first()
+    )
+    if row is None:
+        return None
+    signal_id = (
+        WorkflowSignal.objects.filter(command_id=row.id).values_list("id", flat=True).first()
+    )
+    record = CommandRecord(
+        id=row.id,
+        instance_id=row.instance_id,
+        run_id=row.run_id,
+        command_type=row.command_type,
+        status=row.status,
+        outcome=row.outcome,
+        rejection_reason=row.rejection_reason,
+    )
+    return PriorCommand(
+        command=record, reason=row.reason, metadata=dict(row.metadata or {}), signal_id=signal_id
+    )
+
+
 def record_failure(
     *,
     run_id: uuid.UUID,

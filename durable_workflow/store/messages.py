@@ -132,6 +132,12 @@ def get_update(update_id: uuid.UUID | str) -> UpdateRecord | None:
     return _update_record(row) if row else None
 
 
+def update_of_command(command_id: uuid.UUID) -> UpdateRecord | None:
+    """The update a command recorded (``None``: it was refused before the run was known)."""
+    row = WorkflowUpdate.objects.filter(command_id=command_id).first()
+    return None if row is None else _update_record(row)
+
+
 def mark_update_applied(update_id: str, *, step: int) -> None:
     WorkflowUpdate.objects.filter(id=update_id).update(applied_step=step)
 

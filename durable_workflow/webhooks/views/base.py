@@ -33,10 +33,16 @@ from durable_workflow.exceptions import (
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.store import runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
+from durable_workflow.text import problem
 from durable_workflow.webhooks import exposure, records, responses
 from durable_workflow.webhooks.auth import AuthResult, authenticate
 from durable_workflow.webhooks.conf import webhook_settings
-from durable_workflow.webhooks.validation import RequestInvalid, parse_object, read_body
+from durable_workflow.webhooks.validation import (
+    RequestInvalid,
+    invalid_field,
+    parse_object,
+    read_body,
+)
 
 logger = logging.getLogger("durable_workflow.webhooks")
 
@@ -140,6 +146,17 @@ class WebhookView(View):
                 )
             )
         return run
+
+    def request_id(self) -> str | None:
+        """The caller's ``X-Request-Id``: a retry with the same one gets the first answer.
+        A value the engine would refuse (too long, control characters) is a 422."""
+        value = self.request.headers.get("X-Request-Id")
+        if not value:
+            return None
+        reason = problem(value, max_length=255)
+        if reason is not None:
+            raise invalid_field("X-Request-Id", f"The request id {reason}.")
+        return str(value)
 
     def ingress(self, command_ids: list[Any], data: dict[str, Any]) -> None:
         """Record who sent the command, through which route, apart from its arguments."""

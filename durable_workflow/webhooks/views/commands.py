@@ -62,6 +62,7 @@ class SignalView(WebhookView):
             arguments,
             run_id=selected.id if selected else None,
             source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
         )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome)
@@ -86,6 +87,7 @@ class CloseView(WebhookView):
             run_id=selected.id if selected else None,
             reason=reason,
             source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
         )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome, reason=reason)

@@ -109,6 +109,7 @@ class UpdateView(WebhookView):
             arguments,
             run_id=selected.id if selected else None,
             source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
         )
         self.ingress([outcome.command_id], data)
         wait = {"wait_for": wait_for, "wait_timed_out": False, "wait_timeout_seconds": timeout}

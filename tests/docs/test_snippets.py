@@ -25,15 +25,6 @@ def _id(page: pathlib.Path) -> str:
     return str(page.relative_to(DOCS))
 
 
-#: Pages whose blocks do not all run yet (issue 22 item 3 is not finished): most show a
-#: workflow body, a client call on an instance started elsewhere, or a worker command
-#: without saying so. Each is an expected failure that must fail: a page that starts to
-#: pass must leave this list (strict), and no page may join it.
-NOT_YET_RUNNABLE = {
-    "reference/commands/workflow_worker_session.md",
-}
-
-
 @pytest.mark.parametrize("page", PAGES, ids=_id)
 def test_python_blocks_compile(page):
     for block in blocks(page):
@@ -69,14 +60,8 @@ def migrated(tmp_path_factory):
     return path
 
 
-def _runs(page: pathlib.Path) -> object:
-    if _id(page) in NOT_YET_RUNNABLE:
-        return pytest.param(page, marks=pytest.mark.xfail(strict=True, reason="issue 22"))
-    return page
-
-
 @pytest.mark.slow  # a Django process per page: make test-all (CI)
-@pytest.mark.parametrize("page", [_runs(page) for page in PAGES], ids=_id)
+@pytest.mark.parametrize("page", PAGES, ids=_id)
 def test_page_runs(page, migrated, tmp_path):
     database = tmp_path / "db.sqlite3"
     shutil.copy(migrated, database)

@@ -20,6 +20,7 @@ from durable_workflow.admin.operations import (
     Target,
     form_for,
     perform,
+    preview,
 )
 
 #: How many targets the confirmation page lists by name.
@@ -46,6 +47,7 @@ class OperatorActionsMixin:
         form: Any,
         *,
         changelist_action: str | None,
+        previews: list[Outcome] | None = None,
     ) -> TemplateResponse:
         opts = self.model._meta  # type: ignore[attr-defined]
         context = {
@@ -59,6 +61,8 @@ class OperatorActionsMixin:
             "selected": [o.pk for o in objects],
             "changelist_action": changelist_action,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "previews": previews,
+            "preview_summary": _summary(previews) if previews is not None else "",
         }
         return TemplateResponse(request, "durable_workflow/admin/operate.html", context)
 
@@ -79,15 +83,18 @@ class OperatorActionsMixin:
     ) -> HttpResponse | None:
         objects = list(queryset)
         types = {self.workflow_type_of(o) for o in objects}
+        previews = None
         if "apply" in request.POST:
             form = form_for(kind, request.POST, workflow_types=types)
-            if form.is_valid():
+            if form.is_valid() and "dry_run" in request.POST:
+                previews = [preview(kind, self.target_of(o)) for o in objects]
+            elif form.is_valid():
                 self.run_operation(request, kind, objects, form.cleaned_data)
                 return None
         else:
             form = form_for(kind, workflow_types=types)
         return self.render_operation(
-            request, kind, objects, form, changelist_action=f"{kind}_selected"
+            request, kind, objects, form, changelist_action=f"{kind}_selected", previews=previews
         )
 
     def operate_view(self, request: HttpRequest, object_id: str, kind: str) -> HttpResponse:
@@ -100,19 +107,29 @@ class OperatorActionsMixin:
         if obj is None or not self.has_view_permission(request, obj):  # type: ignore[attr-defined]
             raise PermissionDenied
         types = {self.workflow_type_of(obj)}
+        previews = None
         if request.method == "POST":
             form = form_for(kind, request.POST, workflow_types=types)
-            if form.is_valid():
+            if form.is_valid() and "dry_run" in request.POST:
+                previews = [preview(kind, self.target_of(obj))]
+            elif form.is_valid():
                 self.run_operation(request, kind, [obj], form.cleaned_data)
                 return HttpResponseRedirect(self.after_operation_url(obj))
         else:
             form = form_for(kind, workflow_types=types)
-        return self.render_operation(request, kind, [obj], form, changelist_action=None)
+        return self.render_operation(
+            request, kind, [obj], form, changelist_action=None, previews=previews
+        )
 
     def after_operation_url(self, obj: Model) -> str:
         from durable_workflow.admin.base import admin_url
 
         return admin_url(obj, obj.pk)
+
+
+def _summary(outcomes: list[Outcome]) -> str:
+    counts = Counter(o.outcome for o in outcomes)
+    return ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
 
 
 def report(request: HttpRequest, kind: str, outcomes: list[Outcome]) -> None:

@@ -277,6 +277,31 @@ def _update(target: Target, data: dict[str, Any], reason: str, request: HttpRequ
     )
 
 
+def preview(kind: str, target: Target) -> Outcome:
+    """What ``perform`` would decide, read without writing anything (a dry run): the
+    instance exists, the run is its current one, still open, and (retry) parked."""
+    current = (
+        WorkflowRun.objects.filter(instance_id=target.instance_id)
+        .order_by("-run_number")
+        .values_list("id", "status")
+        .first()
+    )
+    if current is None:
+        return Outcome(target, False, "not_found", "instance_not_found")
+    run_id, status = current
+    if target.run_id is not None and target.run_id != run_id:
+        if kind == "query":
+            return Outcome(target, True, "would_answer")
+        return Outcome(target, False, "rejected_not_current", "selected_run_not_current")
+    if kind == "query":
+        return Outcome(target, True, "would_answer")
+    if status in TERMINAL_RUN_STATUSES:
+        return Outcome(target, False, "rejected_not_active", "run_not_active")
+    if kind == "retry" and not _has_failed_workflow_task(run_id):
+        return Outcome(target, False, "retry_not_applicable", "no_failed_workflow_task")
+    return Outcome(target, True, f"would_{kind}")
+
+
 def perform(kind: str, target: Target, data: dict[str, Any], request: HttpRequest) -> Outcome:
     """Run one operator command; the result says what the engine decided."""
     reason = data["reason"]

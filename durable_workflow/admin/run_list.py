@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from durable_workflow.admin.base import timeline_url
 from durable_workflow.admin.triage import Triage, triage
-from durable_workflow.models import SearchAttribute, WorkflowRun
+from durable_workflow.models import SearchAttribute, WorkflowFailure, WorkflowRun
 from durable_workflow.operations.attention import KINDS, runs_needing
 
 #: The longest label key or value a search may name.
@@ -63,6 +63,21 @@ def _short(moment: dt.datetime) -> str:
     """``12-03 14:05:09`` in the site's time zone."""
     local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
     return local.strftime("%m-%d %H:%M:%S")
+
+
+def _failed_with(name: str) -> QuerySet[Any]:
+    """Ids of runs with a recorded failure (of a task or of the run) of this exception
+    type, by its short name (``NonDeterminismError``) or its full one."""
+    name = name.strip()[:MAX_LABEL_TEXT]
+    if not name:
+        return WorkflowRun.objects.none().values("pk")
+    rows = WorkflowFailure.objects.filter(
+        Q(exception_type=name)
+        | Q(exception_type__endswith=f".{name}")
+        | Q(exception_class=name)
+        | Q(exception_class__endswith=f".{name}")
+    )
+    return rows.values("run_id")
 
 
 def label_search(term: str) -> tuple[str, str] | None:
@@ -128,6 +143,8 @@ class RunListMixin:
         term = search_term.strip()
         if not term:
             return queryset, False
+        if term.startswith("failed:"):
+            return queryset.filter(pk__in=_failed_with(term[len("failed:") :])), False
         label = label_search(term)
         if label is not None:
             key, value = label

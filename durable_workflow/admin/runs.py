@@ -54,7 +54,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     search_fields = ("=instance__instance_id",)
     search_help_text = (
         "Instance id (exact or prefix), run id, business key, key=value of a search "
-        "attribute, label:key=value, or text in search attributes."
+        "attribute, label:key=value, failed:ExceptionType, or text in search attributes."
     )
     actions = OPERATOR_ACTIONS
     ordering = ("-created_at",)

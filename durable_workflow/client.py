@@ -15,15 +15,19 @@ from typing import Any, Generic, overload
 
 from durable_workflow import clock, registry
 from durable_workflow.authoring.protocols import Handles, P, R
-from durable_workflow.client_messages import StubMessages, command_result, start_result
-from durable_workflow.client_results import closed_error
+from durable_workflow.client_messages import StubMessages
+from durable_workflow.client_results import (
+    closed_error,
+    command_result,
+    raise_if_rejected,
+    start_result,
+)
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import CLIENT, handle_signature, payloads
 from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
-    CommandRejected,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowParkedError,
@@ -38,6 +42,9 @@ from durable_workflow.results import CommandResult, SignalWithStartResult, Start
 from durable_workflow.store import history, runs, waits
 from durable_workflow.store.records import RunRecord
 from durable_workflow.testing.kit import StubTestKit
+
+#: A caller's request id (``None``: none).
+Id = str | None
 
 
 class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
@@ -198,40 +205,31 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         )
 
     # ----------------------------------------------------- cancel / terminate
-    def attempt_cancel(
-        self, reason: str | None = None, *, request_id: str | None = None
-    ) -> CommandResult:
-        """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step.
+    # ``request_id``: sent again with the same id, nothing is recorded; the first outcome
+    # comes back.
+    def attempt_cancel(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
+        """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""
+        return self._close(request_cancel, reason, request_id)
 
-        ``request_id``: the same id again returns the first outcome and records nothing.
-        """
-        outcome = request_cancel(
-            self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
-        )
-        self.refresh()
-        return command_result(outcome, self._pinned)
-
-    def cancel(self, reason: str | None = None, *, request_id: str | None = None) -> CommandResult:
+    def cancel(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
         """``attempt_cancel`` that raises ``CommandRejected`` when the command is rejected."""
-        return _raise_if_rejected(self.attempt_cancel(reason, request_id=request_id), "cancel")
+        return raise_if_rejected(self.attempt_cancel(reason, request_id=request_id), "cancel")
 
     def attempt_terminate(
-        self, reason: str | None = None, *, request_id: str | None = None
+        self, reason: str | None = None, *, request_id: Id = None
     ) -> CommandResult:
-        """Close the run at once; no more workflow code runs (``request_id`` as for cancel)."""
-        outcome = request_terminate(
-            self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
-        )
+        """Close the run at once; no more workflow code runs."""
+        return self._close(request_terminate, reason, request_id)
+
+    def terminate(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
+        """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
+        return raise_if_rejected(self.attempt_terminate(reason, request_id=request_id), "terminate")
+
+    def _close(self, command: Any, reason: str | None, request_id: Id) -> CommandResult:
+        run_id = self._target_run()
+        outcome = command(self._instance_id, run_id=run_id, reason=reason, request_id=request_id)
         self.refresh()
         return command_result(outcome, self._pinned)
-
-    def terminate(
-        self, reason: str | None = None, *, request_id: str | None = None
-    ) -> CommandResult:
-        """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
-        return _raise_if_rejected(
-            self.attempt_terminate(reason, request_id=request_id), "terminate"
-        )
 
     # -------------------------------------------------------------- signals
     def signal_with_start(
@@ -382,17 +380,6 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
                 traceback=failure.traceback,
                 since=failure.since,
             )
-
-
-def _raise_if_rejected(result: CommandResult, what: str) -> CommandResult:
-    if result.rejected:
-        raise CommandRejected(
-            result.outcome,
-            result.rejection_reason,
-            f"{what} was rejected: {result.rejection_reason or result.outcome}",
-            **result.metadata,
-        )
-    return result
 
 
 def _type_key(workflow: type | str) -> str:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from durable_workflow import registry
 from durable_workflow.authoring.decorators import UpdateMethod
+from durable_workflow.client_results import command_result, start_result, update_result
 from durable_workflow.conf import get_settings
-from durable_workflow.converter import CLIENT, payloads, signature_of
+from durable_workflow.converter import payloads, signature_of
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
     QueryRejectedError,
@@ -31,7 +32,6 @@ from durable_workflow.executor import intake, readonly, updates
 from durable_workflow.options import StartOptions
 from durable_workflow.results import (
     CommandResult,
-    StartResult,
     UpdateResult,
     UpdateWithStartResult,
 )
@@ -347,66 +347,6 @@ def _update_hint(workflow_type: str, name: str) -> Any:
         return None
     method = getattr(cls, "_dw_updates", {}).get(name)
     return signature_of(method.fn).result if method is not None else None
-
-
-def command_result(outcome: Any, pinned: bool) -> CommandResult:
-    return CommandResult(
-        accepted=outcome.accepted,
-        outcome=outcome.outcome,
-        command_id=str(outcome.command_id),
-        instance_id=outcome.instance_id,
-        run_id=str(outcome.run_id) if outcome.run_id else None,
-        rejection_reason=outcome.rejection_reason,
-        metadata=dict(outcome.metadata),
-        target_scope="run" if pinned else "instance",
-        reason=getattr(outcome, "reason", None),
-    )
-
-
-def update_result(record: UpdateRecord | None, outcome: Any, hint: Any = None) -> UpdateResult:
-    if record is None:
-        return UpdateResult(
-            accepted=False,
-            update_status="rejected",
-            update_id=None,
-            update_name="",
-            command_id=str(outcome.command_id),
-            rejection_reason=outcome.rejection_reason,
-            outcome=outcome.outcome,
-            metadata=dict(outcome.metadata),
-        )
-    status = record.status
-    value = None
-    if status == "completed" and record.result is not None:
-        value = payloads.decode_value(record.result, hint, root="update result", receiver=CLIENT)
-    closed_outcome = {"completed": "update_completed", "failed": "update_failed"}
-    return UpdateResult(
-        accepted=status != "rejected",
-        update_status=status,
-        update_id=str(record.id),
-        update_name=record.update_name,
-        command_id=str(record.command_id),
-        result=value,
-        failure_message=record.failure_message or None,
-        rejection_reason=record.rejection_reason,
-        outcome=outcome.outcome
-        if outcome is not None and outcome.outcome
-        else closed_outcome.get(status),
-        closed_at=record.closed_at,
-        metadata=dict(outcome.metadata) if outcome is not None else {},
-    )
-
-
-def start_result(start: Any) -> StartResult:
-    """A start command's outcome, as the client reports it."""
-    return StartResult(
-        accepted=start.accepted,
-        outcome=start.outcome,
-        command_id=str(start.command_id),
-        instance_id=start.instance_id,
-        run_id=str(start.run_id) if start.run_id else None,
-        rejection_reason=start.rejection_reason,
-    )
 
 
 def _workflow_class(type_key: str) -> type | None:

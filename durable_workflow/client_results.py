@@ -1,11 +1,14 @@
-"""The typed error ``WorkflowStub.result()`` raises for a run that closed without a result."""
+"""What the client hands back: the typed error ``WorkflowStub.result()`` raises for a run
+that closed without a result, and the result objects of commands, updates and starts."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from durable_workflow.converter import CLIENT, payloads
 from durable_workflow.engine import exception_types
 from durable_workflow.exceptions import (
+    CommandRejected,
     WorkflowCancelledError,
     WorkflowClosedError,
     WorkflowFailedError,
@@ -13,7 +16,9 @@ from durable_workflow.exceptions import (
     WorkflowTimedOutError,
 )
 from durable_workflow.models import RunStatus
+from durable_workflow.results import CommandResult, StartResult, UpdateResult
 from durable_workflow.store import commands
+from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
 
 
@@ -57,3 +62,75 @@ def closed_error(run: RunRecord, instance_id: str) -> WorkflowClosedError:
 
 def _because(reason: str | None) -> str:
     return f" ({reason})" if reason and reason not in ("cancelled", "terminated") else ""
+
+
+def command_result(outcome: Any, pinned: bool) -> CommandResult:
+    return CommandResult(
+        accepted=outcome.accepted,
+        outcome=outcome.outcome,
+        command_id=str(outcome.command_id),
+        instance_id=outcome.instance_id,
+        run_id=str(outcome.run_id) if outcome.run_id else None,
+        rejection_reason=outcome.rejection_reason,
+        metadata=dict(outcome.metadata),
+        target_scope="run" if pinned else "instance",
+        reason=getattr(outcome, "reason", None),
+    )
+
+
+def update_result(record: UpdateRecord | None, outcome: Any, hint: Any = None) -> UpdateResult:
+    if record is None:
+        return UpdateResult(
+            accepted=False,
+            update_status="rejected",
+            update_id=None,
+            update_name="",
+            command_id=str(outcome.command_id),
+            rejection_reason=outcome.rejection_reason,
+            outcome=outcome.outcome,
+            metadata=dict(outcome.metadata),
+        )
+    status = record.status
+    value = None
+    if status == "completed" and record.result is not None:
+        value = payloads.decode_value(record.result, hint, root="update result", receiver=CLIENT)
+    closed_outcome = {"completed": "update_completed", "failed": "update_failed"}
+    return UpdateResult(
+        accepted=status != "rejected",
+        update_status=status,
+        update_id=str(record.id),
+        update_name=record.update_name,
+        command_id=str(record.command_id),
+        result=value,
+        failure_message=record.failure_message or None,
+        rejection_reason=record.rejection_reason,
+        outcome=outcome.outcome
+        if outcome is not None and outcome.outcome
+        else closed_outcome.get(status),
+        closed_at=record.closed_at,
+        metadata=dict(outcome.metadata) if outcome is not None else {},
+    )
+
+
+def start_result(start: Any) -> StartResult:
+    """A start command's outcome, as the client reports it."""
+    return StartResult(
+        accepted=start.accepted,
+        outcome=start.outcome,
+        command_id=str(start.command_id),
+        instance_id=start.instance_id,
+        run_id=str(start.run_id) if start.run_id else None,
+        rejection_reason=start.rejection_reason,
+    )
+
+
+def raise_if_rejected(result: CommandResult, what: str) -> CommandResult:
+    """``result``, or ``CommandRejected`` when the command was refused."""
+    if result.rejected:
+        raise CommandRejected(
+            result.outcome,
+            result.rejection_reason,
+            f"{what} was rejected: {result.rejection_reason or result.outcome}",
+            **result.metadata,
+        )
+    return result

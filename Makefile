@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := durable_workflow tests example_project reliability
 
-.PHONY: venv example test test-all lint typecheck docs docs-serve docs-screenshots
+.PHONY: venv example test test-all test-routed lint typecheck docs docs-serve docs-screenshots
 
 venv: $(STAMP)
 
@@ -25,6 +25,10 @@ test: venv
 
 test-all: venv
 	bash scripts/test --all $(PYTEST_ARGS)
+
+# The integration tier with the engine's tables on a second PostgreSQL database.
+test-routed: venv
+	bash scripts/test --routed $(PYTEST_ARGS)
 
 lint: venv typecheck
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -170,3 +170,22 @@ def check_webhook_replay_cache(app_configs: Any = None, **kwargs: Any) -> list[c
             )
         ]
     return []
+
+
+@checks.register("durable_workflow")
+def check_database_routing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from durable_workflow.store import database
+
+    problems = database.routing_problems()
+    if not problems:
+        return []
+    return [
+        checks.Error(
+            "database routing splits the engine's tables: " + "; ".join(problems),
+            hint=(
+                "Route every model of the durable_workflow app to one alias, for reads, "
+                "writes and migrations alike (docs/how-to/deployment-topologies.md)."
+            ),
+            id="durable_workflow.E030",
+        )
+    ]

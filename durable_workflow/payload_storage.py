@@ -330,9 +330,9 @@ def delete_unreferenced(
     only if its size and SHA-256 still match its reference. Returns how many
     objects were deleted; failures and refusals are logged and skipped.
     """
-    from django.db import connection
+    from durable_workflow.store import database
 
-    if connection.in_atomic_block:
+    if database.in_transaction():
         raise RuntimeError(
             "delete_unreferenced() must run after the deleting transaction commits "
             "(call it after the atomic block, or from transaction.on_commit)"

@@ -77,3 +77,22 @@ def inline():
     yield backend
     sticky.cache.clear()
     dispatch.set_backend(previous)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``DW_TEST_ROUTED=1`` (the engine's tables on ``workflows``: tests/settings.py),
+    every test that uses the database may use both aliases."""
+    if os.environ.get("DW_TEST_ROUTED") != "1":
+        return
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        marker = item.get_closest_marker("django_db")
+        if marker is None and not fixtures & {"db", "transactional_db", "live_server"}:
+            continue
+        kwargs = dict(marker.kwargs) if marker is not None else {}
+        if marker is not None and marker.args:
+            kwargs["transaction"] = marker.args[0]
+        if fixtures & {"transactional_db", "live_server"}:
+            kwargs["transaction"] = True
+        kwargs["databases"] = "__all__"
+        item.add_marker(pytest.mark.django_db(**kwargs), append=False)

@@ -58,6 +58,20 @@ else:
         }
     }
 
+# A second database for the engine's tables, on the same server. Tests that request it
+# route the engine there themselves (tests/routers.py); with DW_TEST_ROUTED=1 every test
+# does (scripts/test --routed: the integration tier with the application on ``default``
+# and the engine on ``workflows``).
+DATABASES["workflows"] = {
+    **DATABASES["default"],
+    "NAME": os.environ.get("DW_PG_ENGINE_NAME", DATABASES["default"]["NAME"])
+    if _DB == "postgres"
+    else DATABASES["default"]["NAME"] + ".engine",
+    "TEST": {"NAME": DATABASES["default"]["TEST"]["NAME"] + "_engine"},
+}
+if os.environ.get("DW_TEST_ROUTED") == "1":
+    DATABASE_ROUTERS = ["tests.routers.EngineRouter"]
+
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 DURABLE_WORKFLOW = {

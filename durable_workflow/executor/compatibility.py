@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.compatibility import local_markers, mismatch_reason, supports
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch
 from durable_workflow.store import compatibility as compat_store
+from durable_workflow.store import database
 from durable_workflow.store.records import TaskRecord, WorkerMarkers
 
 logger = logging.getLogger("durable_workflow")
@@ -68,7 +67,7 @@ def refuse(task: TaskRecord) -> bool:
     )
     compat_store.note_handed_back(task.id, now=now)
     countdown = settings.COMPATIBILITY_HANDBACK_SECONDS or None
-    transaction.on_commit(lambda: dispatch.backend().send(task, countdown), robust=True)
+    database.on_commit(lambda: dispatch.backend().send(task, countdown), robust=True)
     return True
 
 

@@ -7,8 +7,6 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
@@ -21,7 +19,7 @@ from durable_workflow.models import (
     RunStatus,
     TaskStatus,
 )
-from durable_workflow.store import commands, runs, tasks
+from durable_workflow.store import commands, database, runs, tasks
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_reason
 
@@ -46,7 +44,7 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
     """
     check_reason(reason)
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         current = runs.current_run(instance_id)
         run = runs.lock_run(current.id) if current else None
 
@@ -144,7 +142,7 @@ def _close_command(
     check_request_id(request_id)
     now = clock.now()
     command_type = CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE
-    with transaction.atomic():
+    with database.atomic():
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, command_type, request_id)
         if prior is not None:  # the same request again: its first answer, nothing new

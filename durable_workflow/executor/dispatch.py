@@ -11,9 +11,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Protocol
 
-from django.db import transaction
-
 from durable_workflow import clock
+from durable_workflow.store import database
 from durable_workflow.store.records import TaskRecord
 
 
@@ -55,7 +54,7 @@ def enqueue(task: TaskRecord, *, queue: str | None = None, delay: float | None =
     task = routed(task, queue)
     countdown = delay if delay is not None else countdown_for(task.available_at)
     send: Callable[[], None] = lambda: backend().send(task, countdown)  # noqa: E731
-    transaction.on_commit(send, robust=True)
+    database.on_commit(send, robust=True)
 
 
 def routed(task: TaskRecord, queue: str | None = None) -> TaskRecord:

@@ -30,11 +30,10 @@ import logging
 import threading
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import registry
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch, hooks
+from durable_workflow.store import database
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -73,7 +72,7 @@ def room() -> int:
 def offer(kind: str, value: Any) -> None:
     """Run ``value`` (a workflow task id, an activity lease, or a paused workflow task)
     once this transaction commits."""
-    transaction.on_commit(lambda: setattr(_state, "follow_up", (kind, value)))
+    database.on_commit(lambda: setattr(_state, "follow_up", (kind, value)))
 
 
 def interrupt_after_commit(exc: BaseException) -> None:

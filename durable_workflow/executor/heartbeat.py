@@ -7,8 +7,6 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
@@ -16,7 +14,7 @@ from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import lifecycle, sessions
 from durable_workflow.executor.common import retry_transaction, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES
-from durable_workflow.store import activities, runs, tasks
+from durable_workflow.store import activities, database, runs, tasks
 
 if TYPE_CHECKING:
     from durable_workflow.executor.attempts import Lease
@@ -110,7 +108,7 @@ def heartbeat(lease: Lease, details: Any = None) -> bool:
 def _record(lease: Lease, progress: dict[str, Any] | None) -> str:
     now = clock.now()
     until = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)
-    with transaction.atomic():
+    with database.atomic():
         run = runs.lock_run(lease.run_id)
         if run is None or run.status in TERMINAL_RUN_STATUSES:
             return "cancelled"

@@ -7,8 +7,6 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock, contracts, registry, text
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
@@ -23,7 +21,7 @@ from durable_workflow.models import (
     CommandType,
     SignalStatus,
 )
-from durable_workflow.store import commands, messages, runs
+from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name
 
@@ -150,7 +148,7 @@ def send_signal(
     check_name(name, field="signal name")
     check_request_id(request_id)
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
         if prior is not None:
@@ -275,7 +273,7 @@ def signal_with_start(
     check_name(signal_name, field="signal name")
     group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "signal_with_start"}
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         values, rejection = check_signal(workflow_type, signal_name, signal_arguments)
         if rejection is not None:
             runs.reserve_instance(instance_id, workflow_type, now=now)

@@ -8,8 +8,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.signals import (
@@ -19,7 +17,7 @@ from durable_workflow.signals import (
     LifecycleEvent,
     failure_recorded,
 )
-from durable_workflow.store import commands, history
+from durable_workflow.store import commands, database, history
 from durable_workflow.store.records import RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -34,9 +32,7 @@ def append(
         signal = SIGNAL_OF_EVENT.get(kind)
         if signal is not None and signal.has_listeners():
             event = _event(run, kind, payload)
-            transaction.on_commit(
-                lambda signal=signal, event=event: _send(signal, event), robust=True
-            )
+            database.on_commit(lambda signal=signal, event=event: _send(signal, event), robust=True)
     return appended
 
 
@@ -45,7 +41,7 @@ def announce(run: RunRecord, kind: str, payload: dict[str, Any]) -> None:
     signal = SIGNAL_OF_FACT[kind]
     if signal.has_listeners():
         event = _event(run, kind, payload)
-        transaction.on_commit(lambda: _send(signal, event), robust=True)
+        database.on_commit(lambda: _send(signal, event), robust=True)
 
 
 def record_failure(run: RunRecord, **fields: Any) -> uuid.UUID:
@@ -67,7 +63,7 @@ def record_failure(run: RunRecord, **fields: Any) -> uuid.UUID:
             workflow_class=run.workflow_class,
             committed_at=dt.datetime.now(dt.UTC),
         )
-        transaction.on_commit(lambda: _send(failure_recorded, event), robust=True)
+        database.on_commit(lambda: _send(failure_recorded, event), robust=True)
     return failure_id
 
 

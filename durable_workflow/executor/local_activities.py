@@ -22,8 +22,6 @@ import threading
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailureInfo
@@ -35,7 +33,7 @@ from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.attempts import attempt_fields
 from durable_workflow.executor.common import retry_transaction, worker_id, workflow_task_row
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
-from durable_workflow.store import activities, runs, tasks
+from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 LOCAL = {"execution_mode": "local", "local_activity": True}
@@ -176,7 +174,7 @@ def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     progress = check_progress(details)
     now = clock.now()
     until = _lease_until(now)
-    with transaction.atomic():
+    with database.atomic():
         run = runs.lock_run(lease.run_id)
         cancelled = run is not None and run.cancel_requested_at is not None
         if (

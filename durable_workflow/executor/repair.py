@@ -12,8 +12,6 @@ import datetime as dt
 import logging
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import BrokerUnavailable
@@ -21,7 +19,7 @@ from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.models import AttemptStatus, TaskStatus, TaskType
-from durable_workflow.store import activities, runs, tasks
+from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -114,7 +112,7 @@ def _resend(due: list[TaskRecord]) -> list[Any]:
 
 @retry_transaction
 def _reclaim(task: TaskRecord, now: dt.datetime) -> int:
-    with transaction.atomic():
+    with database.atomic():
         run = runs.lock_run(task.run_id)
         if run is None or not reclaim_locked(run, task, now=now):
             return 0

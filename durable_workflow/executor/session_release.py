@@ -26,11 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.session_documents import namespace
+from durable_workflow.store import database
 from durable_workflow.store import sessions as store
 from durable_workflow.store.records import RunRecord
 
@@ -58,7 +57,7 @@ def hand_back(session_id: str, worker: str) -> bool:
     """End ``worker``'s lease on a session an open run has used, now; ``False``: no
     open run uses it (or the worker does not hold it), so nothing was done."""
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         row = store.lock(namespace(), session_id)
         if row is None or row["status"] != "active" or row["lease_owner"] != worker:
             return False

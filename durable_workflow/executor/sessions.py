@@ -19,8 +19,6 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.exceptions import ConfigurationError
 from durable_workflow.executor.common import retry_transaction, worker_id
@@ -31,8 +29,8 @@ from durable_workflow.executor.session_documents import (
     snapshot,
 )
 from durable_workflow.options import WorkerSessionOptions
+from durable_workflow.store import database, workers
 from durable_workflow.store import sessions as store
-from durable_workflow.store import workers
 
 WILDCARD = "*"
 
@@ -324,7 +322,7 @@ def create(options: dict[str, Any]) -> dict[str, Any]:
     now = clock.now()
     if not isinstance(options, dict) or not isinstance(options.get("worker_id"), str):
         return _rejected("invalid_worker_session", "create needs a worker_id string")
-    with transaction.atomic():
+    with database.atomic():
         worker = worker_for(options["worker_id"], now=now)
         return admit(options, worker, now=now)
 
@@ -337,7 +335,7 @@ def heartbeat(session_id: str, worker: str, *, lease_seconds: int | None = None)
     ):
         return _rejected("invalid_worker_session", "lease_seconds must be an integer >= 1")
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         row = store.lock(namespace(), session_id)
         if row is None:
             return _rejected("session_not_found", f"no session {session_id!r}")
@@ -355,7 +353,7 @@ def heartbeat(session_id: str, worker: str, *, lease_seconds: int | None = None)
 def close(session_id: str, worker: str) -> dict[str, Any]:
     """Explicit ``close`` by the holder; closing twice is answered ``already_closed``."""
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         row = store.lock(namespace(), session_id)
         if row is None:
             return _rejected("session_not_found", f"no session {session_id!r}")
@@ -412,7 +410,7 @@ def refresh_all() -> int:
     """Bring every open session's status up to date; returns how many changed."""
     now = clock.now()
     changed = 0
-    with transaction.atomic():
+    with database.atomic():
         for row in store.needing_refresh(namespace(), now=now):
             locked = store.lock(row["namespace"], row["session_id"])
             if locked is not None:

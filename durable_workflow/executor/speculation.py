@@ -24,10 +24,8 @@ import time
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow.models import TaskStatus, WorkflowRun
-from durable_workflow.store import activities, runs, sql, tasks
+from durable_workflow.store import activities, database, runs, sql, tasks
 from durable_workflow.store import children as child_store
 from durable_workflow.store.records import RunRecord
 
@@ -46,7 +44,7 @@ def remember_at_commit(run: RunRecord) -> None:
     activity this process runs next)."""
     if _refuted.get(run.id, 0.0) > time.monotonic():
         return
-    transaction.on_commit(
+    database.on_commit(
         lambda: setattr(
             _last, "run", dataclasses.replace(run, dirty=set(), appended=[], open_work=None)
         )

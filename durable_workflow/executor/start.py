@@ -7,8 +7,6 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock, compatibility
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
@@ -24,7 +22,7 @@ from durable_workflow.models import (
     TaskType,
 )
 from durable_workflow.options import DuplicateStartPolicy, StartOptions
-from durable_workflow.store import commands, runs, tasks
+from durable_workflow.store import commands, database, runs, tasks
 from durable_workflow.store import visibility as visibility_store
 
 
@@ -70,7 +68,7 @@ def start_workflow(
     # Encoding first means bad arguments fail before anything is written.
     encoded = encoded_arguments or envelope.encode(list(arguments), codec)
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         runs.reserve_instance(instance_id, workflow_type, now=now)
         instance = runs.lock_instance(instance_id)
         assert instance is not None

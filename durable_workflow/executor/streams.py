@@ -10,7 +10,7 @@ from durable_workflow.authoring.streams import check_message
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor.common import wake_for_news
-from durable_workflow.store import runs, streams
+from durable_workflow.store import database, runs, streams
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -72,11 +72,10 @@ def deliver_pending(run: RunRecord) -> list[Event]:
 
 def external_send(instance_id: str, stream_key: str, message: dict[str, Any]) -> dict[str, Any]:
     """Send from application code (not from a workflow)."""
-    from django.db import transaction
 
     check_message(stream_key, message)
 
-    with transaction.atomic():
+    with database.atomic():
         return send(
             target_instance_id=instance_id,
             stream_key=stream_key,

@@ -13,8 +13,6 @@ import datetime as dt
 import logging
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
@@ -27,7 +25,7 @@ from durable_workflow.models import (
     RunStatus,
     TaskType,
 )
-from durable_workflow.store import activities, runs, tasks
+from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -82,7 +80,7 @@ def time_out_run(run: RunRecord, kind: str, deadline: dt.datetime, *, now: dt.da
 
 @retry_transaction
 def enforce_run_deadline(run_id: Any, *, now: dt.datetime) -> bool:
-    with transaction.atomic():
+    with database.atomic():
         run = runs.lock_run(run_id)
         if run is None or run.status in TERMINAL_RUN_STATUSES:
             return False
@@ -125,7 +123,7 @@ def enforce_activity_timeout(execution_id: Any, kind: str, *, now: dt.datetime) 
     """Time out one activity execution if ``kind`` has really expired (re-checked here)."""
     from durable_workflow.executor.activity_failures import record_final_failure
 
-    with transaction.atomic():
+    with database.atomic():
         execution = activities.get_execution(execution_id)
         if execution is None:
             return False

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import compatibility, dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
-from durable_workflow.store import activities, runs, tasks
+from durable_workflow.store import activities, database, runs, tasks
 
 
 @retry_transaction
@@ -20,7 +18,7 @@ def run_timer_task(task_id: Any) -> str:
     """Returns ``fired``, ``early`` (message arrived before fire_at), ``incompatible``
     (this worker does not support the run's compatibility marker) or ``skipped``."""
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         task = tasks.get(task_id)
         if task is None or task.status != TaskStatus.READY or task.timer_id is None:
             return "skipped"

@@ -6,8 +6,6 @@ import dataclasses
 import uuid
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock, contracts, registry
 from durable_workflow.codec import envelope
 from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
@@ -24,7 +22,7 @@ from durable_workflow.executor.intake import (
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
-from durable_workflow.store import commands, messages, runs
+from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name, text_of
@@ -134,7 +132,7 @@ def submit_update(
     now = clock.now()
     if request_id is not None:
         metadata = {**(metadata or {}), "request_id": request_id}
-    with transaction.atomic():
+    with database.atomic():
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
         if prior is not None:
@@ -258,7 +256,7 @@ def update_with_start(
     check_name(update_name, field="update name")
     group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "update_with_start"}
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         public, _, rejection, _ = _contract(workflow_type, update_name, update_arguments)
         if rejection is not None:
             runs.reserve_instance(instance_id, workflow_type, now=now)

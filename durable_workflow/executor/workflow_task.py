@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
@@ -63,7 +63,7 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
-from durable_workflow.store import history, runs, sql, tasks
+from durable_workflow.store import database, history, runs, sql, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 logger = logging.getLogger("durable_workflow")
@@ -285,7 +285,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
     runtime = None
     try:
-        with transaction.atomic():
+        with database.atomic():
             row = workflow_task_row(run, now=now)
             mode, _ = affinity.decide(tasks.record_of(row), now=now)
             tasks.lease_new(
@@ -355,11 +355,11 @@ def _advance_and_settle(
     else:
         try:
             try:
-                with transaction.atomic():
+                with database.atomic():
                     request = _advance(run, runtime, now=now)
             except StructuralLimitExceeded as exc:
                 # What the commands wrote went with the savepoint; the run fails instead.
-                with transaction.atomic():
+                with database.atomic():
                     request = _advance(run, runtime, now=now, closing=structural_failure(exc))
         except TASK_FAILURES as exc:
             runtime.dispose()
@@ -452,9 +452,7 @@ def _advance(
             if runtime.closed is None:
                 keep = True
                 affinity.record(run, now=now)
-                transaction.on_commit(
-                    lambda: sticky.cache.put(run.id, runtime, boundary), robust=True
-                )
+                database.on_commit(lambda: sticky.cache.put(run.id, runtime, boundary), robust=True)
             return None
         finally:
             if not keep:

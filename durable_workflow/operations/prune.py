@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db import transaction
 from django.db.models import QuerySet
 
 from durable_workflow import clock
@@ -42,6 +41,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.operations.export import build_bundle
+from durable_workflow.store import database
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}
@@ -115,7 +115,7 @@ def _delete_history(run_ids: list[uuid.UUID]) -> int:
 def delete_runs(run_ids: list[uuid.UUID]) -> Counter[str]:
     """Delete the runs and all their rows in one transaction; returns rows per kind."""
     deleted: Counter[str] = Counter()
-    with transaction.atomic():
+    with database.atomic():
         instance_ids = set(
             WorkflowRun.objects.filter(id__in=run_ids).values_list("instance_id", flat=True)
         )

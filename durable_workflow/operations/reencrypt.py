@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.db import transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
@@ -26,6 +25,7 @@ from durable_workflow.codec import rekey
 from durable_workflow.exceptions import PayloadCodecError
 from durable_workflow.payload_codecs import current_key_id
 from durable_workflow.payload_storage import payload_columns
+from durable_workflow.store import database
 
 
 @dataclasses.dataclass
@@ -76,7 +76,7 @@ def _rewrite_batch(
     model: Any, field: str, keys: list[Any], current: str, progress: Progress, dry_run: bool
 ) -> None:
     label = f"{model._meta.label}.{field}"
-    with transaction.atomic():
+    with database.atomic():
         for pk, value in (
             model._default_manager.select_for_update()
             .filter(pk__in=keys)

@@ -7,14 +7,13 @@ import datetime as dt
 import uuid
 from collections.abc import Iterator
 
-from django.db import transaction
-
 from durable_workflow import clock, text
 from durable_workflow.conf import get_settings
 from durable_workflow.schedules import store
 from durable_workflow.schedules.errors import ScheduleDeletedError, ScheduleNotFoundError
 from durable_workflow.schedules.policies import ScheduleStatus
 from durable_workflow.schedules.records import ScheduleDescription, ScheduleRecord
+from durable_workflow.store import database
 
 #: A schedule id, or a description / record handed out earlier.
 ScheduleRef = str | ScheduleDescription | ScheduleRecord
@@ -44,7 +43,7 @@ def locked(
 ) -> Iterator[tuple[ScheduleRecord, dt.datetime]]:
     """A transaction on the locked schedule row; the record is saved on a clean exit."""
     ulid = load(schedule, namespace).id
-    with transaction.atomic():
+    with database.atomic():
         record = store.lock(ulid)
         assert record is not None  # schedule rows are never removed outright
         now = clock.now()

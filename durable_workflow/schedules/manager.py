@@ -11,8 +11,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import transaction
-
 from durable_workflow import clock, text
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, listing, store, ticker
@@ -48,6 +46,7 @@ from durable_workflow.schedules.updates import (
     require_count,
     require_policy,
 )
+from durable_workflow.store import database
 
 _SCHEDULE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
@@ -155,7 +154,7 @@ class ScheduleManager:
                 }
             ),
         }
-        with transaction.atomic():
+        with database.atomic():
             record = store.insert_schedule(now=now, **values)
             record.set(next_fire_at=firing.next_fire_time(record, after=now))
             _audit(

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError
 from django.db.models import Q
 
 from durable_workflow.models.schedules import (
@@ -21,6 +21,7 @@ from durable_workflow.models.schedules import (
 )
 from durable_workflow.schedules.errors import ScheduleAlreadyExistsError
 from durable_workflow.schedules.records import FireRecord, ScheduleEvent, ScheduleRecord
+from durable_workflow.store import database
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(ScheduleRecord) if f.name not in ("dirty", "id"))
 
@@ -44,7 +45,7 @@ def _fire(row: ScheduleFire) -> FireRecord:
 def insert_schedule(*, now: dt.datetime, **values: Any) -> ScheduleRecord:
     """Insert a new schedule; its id must be free in the namespace (deleted ones aside)."""
     try:
-        with transaction.atomic():
+        with database.atomic():
             row = WorkflowSchedule.objects.create(created_at=now, updated_at=now, **values)
     except IntegrityError:
         raise ScheduleAlreadyExistsError(
@@ -71,7 +72,7 @@ def get(ulid: uuid.UUID) -> ScheduleRecord | None:
 
 def lock(ulid: uuid.UUID, *, skip_locked: bool = False) -> ScheduleRecord | None:
     """Lock the row for this transaction; with ``skip_locked``, None if another holds it."""
-    skip = skip_locked and connection.features.has_select_for_update_skip_locked
+    skip = skip_locked and database.connection().features.has_select_for_update_skip_locked
     row = WorkflowSchedule.objects.select_for_update(skip_locked=skip).filter(id=ulid).first()
     return _record(row) if row else None
 
@@ -134,7 +135,7 @@ def claim_fire(
 ) -> bool:
     """Claim a fire slot; False when it was claimed before (by anyone, ever)."""
     try:
-        with transaction.atomic():
+        with database.atomic():
             ScheduleFire.objects.create(
                 schedule_id=schedule.id,
                 instance_id=instance_id,

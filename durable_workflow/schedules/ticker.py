@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.core.cache import caches
-from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
@@ -30,6 +29,7 @@ from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, store
 from durable_workflow.schedules.firing import FireResult
 from durable_workflow.schedules.policies import Outcome, ScheduleStatus
+from durable_workflow.store import database
 
 logger = logging.getLogger("durable_workflow.schedules")
 
@@ -161,7 +161,7 @@ def tick(*, limit: int | None = None) -> TickReport:
 
 @retry_transaction
 def _tick_schedule(ulid: uuid.UUID) -> list[FireResult]:
-    with transaction.atomic():
+    with database.atomic():
         schedule = store.lock(ulid, skip_locked=True)
         if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
             return []  # another ticker has it, or it changed since we listed it

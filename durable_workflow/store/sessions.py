@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from durable_workflow.models import (
@@ -18,6 +18,7 @@ from durable_workflow.models import (
     TaskType,
     WorkerSession,
 )
+from durable_workflow.store import database
 
 Row = dict[str, Any]
 
@@ -39,7 +40,7 @@ def get(namespace: str, session_id: str) -> Row | None:
 def insert(**fields: Any) -> Row | None:
     """Create a session; ``None`` when a concurrent admission created it first."""
     try:
-        with transaction.atomic():
+        with database.atomic():
             row = WorkerSession.objects.create(**fields)
     except IntegrityError:
         return None

@@ -6,11 +6,12 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Max
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import WorkflowMessage
+from durable_workflow.store import database
 
 
 def _payload(row: WorkflowMessage) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def store_message(
             target_instance_id=target_instance_id, stream_key=stream_key
         ).aggregate(top=Max("sequence"))["top"]
         try:
-            with transaction.atomic():
+            with database.atomic():
                 row = WorkflowMessage.objects.create(
                     id=uuid7(),
                     target_instance_id=target_instance_id,

@@ -20,12 +20,13 @@ import uuid
 from typing import Any
 
 from celery import signals
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from durable_workflow import clock
 from durable_workflow.compatibility import local_markers
 from durable_workflow.conf import get_settings
 from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.store.connections import close_thread_connections
 
 logger = logging.getLogger("durable_workflow")
 
@@ -128,7 +129,7 @@ def _start_heartbeat(worker_id: str) -> None:
             except Exception:  # a missed beat is tolerated; the next one may succeed
                 logger.warning("worker heartbeat failed", exc_info=True)
             finally:
-                connection.close()
+                close_thread_connections()
 
     threading.Thread(target=beat, name="durable-workflow-heartbeat", daemon=True).start()
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from tests import isolation
 from tests.conftest import require_redis
@@ -72,6 +72,8 @@ def start_worker(broker, tmp_path, transactional_db):
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "DW_TEST_DB": "postgres",
             "DW_PG_NAME": connection.settings_dict["NAME"],
+            # The engine's database when a router sends its tables there (DW_TEST_ROUTED).
+            "DW_PG_ENGINE_NAME": connections["workflows"].settings_dict["NAME"],
             "DW_BROKER_URL": broker,
             "DW_ACTIVITY_LEASE_SECONDS": str(lease_seconds),
             "DW_EAGER_WORKFLOW_TASKS": "1",

@@ -10,9 +10,10 @@ again records it exactly once.
 from __future__ import annotations
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
 from durable_workflow.models import HistoryEvent, WorkflowSignal
+from tests.engine_db import connection
 from tests.integration.helpers import start, terminate_backend
 
 pytestmark = [

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
@@ -26,6 +25,7 @@ from durable_workflow.models import ActivityAttempt, Task, Timer
 from durable_workflow.store import sql
 from durable_workflow.store import tasks as tasks_store
 from tests import sql_text
+from tests.engine_db import connection
 from tests.integration.helpers import Recorder, event_types, events_of, start, tasks_of
 from tests.testapp.workflows import Add, Greet
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
 from django.test import override_settings
 
 import durable_workflow as dw
@@ -36,6 +35,7 @@ from durable_workflow.payload_storage import (
     live_references,
     references_for_runs,
 )
+from durable_workflow.store import database
 from tests.integration.helpers import events_of, failures, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -331,7 +331,7 @@ def test_pruning_deletes_only_objects_no_remaining_row_references(inline):
     found = references_for_runs([old_run.id, solo_run.id])
     uris = {reference.uri for reference in found}
     assert solo_output in uris and ref(old_run.arguments)["uri"] in uris
-    with transaction.atomic(), pytest.raises(RuntimeError, match="after"):
+    with database.atomic(), pytest.raises(RuntimeError, match="after"):
         delete_unreferenced(found)
     delete_runs([old_run.id, solo_run.id])
     assert delete_unreferenced(found) == 0  # written moments ago: inside the grace period

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.test import override_settings
 
 import durable_workflow as dw
 from durable_workflow import Activity, Workflow, executor
 from durable_workflow.executor import dispatch, sticky
 from durable_workflow.models import ActivityAttempt, Task
+from tests.engine_db import connection
 from tests.integration.helpers import Recorder, start, terminate_backend
 
 pytestmark = [

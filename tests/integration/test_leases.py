@@ -7,12 +7,12 @@ import threading
 import time
 
 import pytest
-from django.db import connection, transaction
 
 from durable_workflow import clock, executor
 from durable_workflow.executor import activity_task
 from durable_workflow.models import ActivityAttempt, HistoryEvent, Task
-from durable_workflow.store import runs
+from durable_workflow.store import database, runs
+from tests.engine_db import connection
 from tests.integration.helpers import event_types, start, tasks_of
 from tests.testapp.models import Invocation
 
@@ -185,7 +185,7 @@ def test_a_result_that_waited_for_the_run_lock_still_wakes_the_workflow(inline):
 
     def another_worker_runs_the_workflow_task():
         try:
-            with transaction.atomic():
+            with database.atomic():
                 runs.lock_run(stub.run_id())
                 locked.set()
                 release.wait(10)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
 from durable_workflow import signals
+from durable_workflow.store import database
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +56,7 @@ def test_failed_and_terminated_runs_are_announced(inline, received):
 
 
 def test_nothing_is_announced_when_the_transaction_rolls_back(inline, received):
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError), database.atomic():
         start("tests.sequential", "life-4", "ada")
         raise RuntimeError
     assert received == []

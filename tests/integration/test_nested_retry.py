@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db import DatabaseError, OperationalError
 
 import durable_workflow as dw
 from durable_workflow import Workflow, executor
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models import Task
-from durable_workflow.store import prepared
+from durable_workflow.store import database, prepared
+from tests.engine_db import connection
 from tests.integration.helpers import start
 from tests.testapp.composition import ChildEcho
 from tests.testapp.workflows import Add
@@ -80,7 +81,7 @@ def test_a_nested_call_runs_once_and_its_error_reaches_the_outermost_retry():
     @retry_transaction
     def outer():
         calls["outer"] += 1
-        with transaction.atomic():
+        with database.atomic():
             return inner()
 
     assert outer() == "done"

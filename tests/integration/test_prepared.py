@@ -11,14 +11,15 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError
 from django.test import override_settings
 
 from durable_workflow import executor
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.models import Task
-from durable_workflow.store import prepared, sql
+from durable_workflow.store import database, prepared, sql
 from tests import sql_text
+from tests.engine_db import connection
 from tests.integration.helpers import built_task, start
 
 pytestmark = [
@@ -109,7 +110,7 @@ def test_after_a_failed_query_the_server_is_asked_what_it_prepared(run_id, sent)
     TASKS.insert([sql.values(row)])
     duplicate = sql.Statement(*_insert_of(row), lambda cursor: None)
     fresh = TASKS.select_statement(["status"], [("id", "=", row.id), ("run_id", "=", run_id)])
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with pytest.raises(IntegrityError), database.atomic():
         sql.together(Task, [fresh, duplicate])  # PREPAREs run, then the insert fails
     sent.clear()
     assert sql.together(Task, [fresh]) == [[["ready"]]]
@@ -130,7 +131,7 @@ def test_statements_gone_from_the_server_are_prepared_again(run_id):
     @retry_transaction
     def reading():
         calls.append(1)
-        with transaction.atomic():
+        with database.atomic():
             return read(row.id)
 
     assert reading() == [[row.id, {"k": [1, "two"]}, row.available_at]]

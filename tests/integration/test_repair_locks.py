@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections
 
 from durable_workflow import clock
 from durable_workflow.models import Task
-from durable_workflow.store import tasks
+from durable_workflow.store import database, tasks
+from tests.engine_db import connection
 from tests.integration.helpers import start
 
 pytestmark = [
@@ -31,7 +32,7 @@ def test_marking_re_sent_tasks_skips_a_row_a_workflow_task_holds(inline):
 
     def workflow_task_holding_the_second_row():
         try:
-            with transaction.atomic():
+            with database.atomic():
                 Task.objects.filter(id=second.id).select_for_update().get()
                 held.set()
                 release.wait(30)

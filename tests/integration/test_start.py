@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
 from durable_workflow import (
     InvalidInstanceIdError,
@@ -21,6 +20,7 @@ from durable_workflow.models import (
     WorkflowInstance,
     WorkflowRun,
 )
+from durable_workflow.store import database
 from tests.integration.helpers import start
 from tests.testapp.workflows import Sequential
 
@@ -129,7 +129,7 @@ def test_unencodable_arguments_write_nothing(inline):
 
 
 def test_messages_are_only_published_after_commit(inline):
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError), database.atomic():
         start("tests.sequential", "rolled-back", "ada")
         assert inline.sent == {}  # not yet: the transaction is still open
         raise RuntimeError("roll back")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 
 from durable_workflow.executor import sticky
 from tests import sql_text
+from tests.engine_db import connection
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,12 +6,13 @@ import datetime as dt
 import uuid
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError
 
 from durable_workflow import clock
 from durable_workflow.models import HistoryEvent, Task, WorkflowRun
-from durable_workflow.store import sql
+from durable_workflow.store import database, sql
 from tests import sql_text
+from tests.engine_db import connection
 from tests.integration.helpers import built_task, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,10 +97,10 @@ def test_deferred_writes_travel_together_and_in_order(run_id):
         sent.append(statement)
         return execute(statement, params, many, context)
 
-    with transaction.atomic(), sql.batched(WorkflowRun), connection.execute_wrapper(record):
+    with database.atomic(), sql.batched(WorkflowRun), connection.execute_wrapper(record):
         TASKS.insert([sql.values(first)], defer=True)
         TASKS.update({"last_error": "then"}, [("id", "=", first.id)], defer=True)
-        with transaction.atomic():  # its savepoint statements wait too
+        with database.atomic():  # its savepoint statements wait too
             TASKS.insert([sql.values(second)], defer=True)
         # A read sends what waits first, then runs: it sees both rows.
         found = TASKS.select(["id", "last_error"], [("run_id", "=", run_id)])
@@ -135,7 +136,7 @@ def test_the_last_batch_carries_the_commit(run_id):
     committed: list[bool] = []
     with connection.execute_wrapper(record), sql.atomic(WorkflowRun):
         TASKS.insert([sql.values(row)], defer=True)
-        transaction.on_commit(lambda: committed.append(Task.objects.filter(id=row.id).exists()))
+        database.on_commit(lambda: committed.append(Task.objects.filter(id=row.id).exists()))
     if connection.vendor == "postgresql":
         # The insert and the COMMIT in one round trip, then the hook's read.
         assert len(sent) == 2 and sent[0].endswith(";\nCOMMIT"), sent
@@ -184,7 +185,7 @@ def test_an_empty_block_sends_nothing(run_id):
 def test_a_nested_batch_leaves_the_commit_to_the_outer_block(run_id):
     row = built(run_id)
     sent, record = _sent_to_driver()
-    with connection.execute_wrapper(record), transaction.atomic():
+    with connection.execute_wrapper(record), database.atomic():
         with sql.atomic(WorkflowRun):
             TASKS.insert([sql.values(row)], defer=True)
         assert not any("COMMIT" in statement for statement in sent), sent
@@ -194,7 +195,7 @@ def test_a_nested_batch_leaves_the_commit_to_the_outer_block(run_id):
 
 def test_a_batch_in_a_block_it_does_not_own_never_commits_it(run_id):
     row = built(run_id)
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError), database.atomic():
         with sql.batched(WorkflowRun):
             TASKS.insert([sql.values(row)], defer=True)
         raise RuntimeError("the block goes on after the batch, and fails")
@@ -211,7 +212,7 @@ def test_a_constraint_checked_at_commit_fails_the_block(run_id):
 
 def test_a_failing_deferred_write_fails_the_transaction(run_id):
     row = built(run_id)
-    with pytest.raises(IntegrityError), transaction.atomic(), sql.batched(WorkflowRun):
+    with pytest.raises(IntegrityError), database.atomic(), sql.batched(WorkflowRun):
         TASKS.insert([sql.values(row)], defer=True)
         TASKS.insert([sql.values(row)], defer=True)  # the same id twice
     assert not Task.objects.filter(id=row.id).exists()
@@ -219,9 +220,9 @@ def test_a_failing_deferred_write_fails_the_transaction(run_id):
 
 def test_a_rolled_back_savepoint_takes_its_deferred_writes_along(run_id):
     kept, dropped = built(run_id), built(run_id)
-    with transaction.atomic(), sql.batched(WorkflowRun):
+    with database.atomic(), sql.batched(WorkflowRun):
         TASKS.insert([sql.values(kept)], defer=True)
-        with pytest.raises(RuntimeError), transaction.atomic():
+        with pytest.raises(RuntimeError), database.atomic():
             TASKS.insert([sql.values(dropped)], defer=True)
             raise RuntimeError("undo")
     assert Task.objects.filter(id=kept.id).exists()
@@ -230,7 +231,7 @@ def test_a_rolled_back_savepoint_takes_its_deferred_writes_along(run_id):
 
 def test_outside_a_batch_a_deferred_write_runs_at_once(run_id):
     row = built(run_id)
-    with transaction.atomic():
+    with database.atomic():
         TASKS.insert([sql.values(row)], defer=True)
         assert Task.objects.filter(id=row.id).exists()
 

@@ -11,7 +11,6 @@ import io
 from typing import Any
 
 import pytest
-from django.db import transaction
 
 import durable_workflow as dw
 from durable_workflow import clock
@@ -20,6 +19,7 @@ from durable_workflow.executor.common import set_registered_worker_id
 from durable_workflow.executor.sessions import SessionWorker
 from durable_workflow.models import ActivityExecution, Task, WorkerSession
 from durable_workflow.operations import schemas
+from durable_workflow.store import database
 from tests.integration.helpers import Recorder, events_of, register_worker, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,7 +44,7 @@ def register(
 
 
 def admit(options, worker, **kwargs):
-    with transaction.atomic():
+    with database.atomic():
         return valid(sessions.admit(options, worker, now=clock.now(), **kwargs))
 
 

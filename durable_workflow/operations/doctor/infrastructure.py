@@ -7,12 +7,11 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.cache import caches
-from django.db import connections, router
+from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
-from durable_workflow.models import WorkflowRun
 from durable_workflow.operations import queues
 from durable_workflow.operations.doctor.result import (
     ERROR,
@@ -21,14 +20,14 @@ from durable_workflow.operations.doctor.result import (
     CheckResult,
     DoctorContext,
 )
-from durable_workflow.store import dbclock
+from durable_workflow.store import database, dbclock
 
 _CLOCK_SKEW_WARNING = 2.0
 _CLOCK_SKEW_ERROR = 30.0
 
 
 def _alias() -> str:
-    return router.db_for_write(WorkflowRun) or "default"
+    return database.alias()
 
 
 def check_database(ctx: DoctorContext) -> CheckResult:

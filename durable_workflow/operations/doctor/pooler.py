@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DatabaseError, connections, router
+from django.db import DatabaseError, connections
 
-from durable_workflow.models import WorkflowRun
-from durable_workflow.store import prepared
+from durable_workflow.store import database, prepared
 
 #: What to do about a pooler whose connections keep server-side cursors on.
 ADVICE = (
@@ -28,7 +27,7 @@ ADVICE = (
 
 
 def engine_alias() -> str:
-    return router.db_for_write(WorkflowRun) or "default"
+    return database.alias()
 
 
 def finding(alias: str) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ import json
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.views import View
@@ -73,7 +73,11 @@ class WebhookView(View):
     @classmethod
     def as_view(cls, **initkwargs: Any) -> Any:
         view = super().as_view(**initkwargs)
-        return csrf_exempt(transaction.non_atomic_requests(view))
+        # Never inside ATOMIC_REQUESTS, on any database (the engine's may not be default):
+        # each command commits, and publishes, on its own.
+        for alias in connections:
+            view = transaction.non_atomic_requests(using=alias)(view)
+        return csrf_exempt(view)
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if (request.method or "").lower() not in self.http_method_names:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
 from durable_workflow import clock
 from durable_workflow.executor import control, intake
 from durable_workflow.models import CommandStatus, CommandType
-from durable_workflow.store import commands, runs
+from durable_workflow.store import commands, database, runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
 from durable_workflow.webhooks import records, responses, validation
 from durable_workflow.webhooks.views.base import WebhookView
@@ -140,7 +139,7 @@ class RepairView(WebhookView):
         instance: InstanceRecord, selected: RunRecord, current: RunRecord, reason: str
     ) -> _Rejected:
         metadata = {"requested_run_id": str(selected.id), "resolved_run_id": str(current.id)}
-        with transaction.atomic():
+        with database.atomic():
             command = commands.record_command(
                 instance_id=instance.instance_id,
                 run_id=current.id,

@@ -42,15 +42,25 @@ def check_celery(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
                 id="durable_workflow.W001",
             )
         )
-    if app.conf.task_always_eager and not settings.DEBUG:
-        messages.append(
-            checks.Warning(
-                "Celery runs tasks eagerly: on_commit publishing, routing and retries are bypassed",
-                hint="Use durable_workflow.testing's fake mode in tests instead.",
-                id="durable_workflow.W002",
-            )
-        )
+    if app.conf.task_always_eager:
+        messages.append(_eager_message())
     return messages
+
+
+def _eager_message() -> checks.CheckMessage:
+    """What ``task_always_eager`` makes the engine do (transport/eager.py): a note under
+    ``DEBUG``, a warning elsewhere (no worker runs anything in a deployment then)."""
+    from durable_workflow.transport.eager import EAGER_BEHAVIOUR
+
+    level = checks.Info if settings.DEBUG else checks.Warning
+    return level(
+        f"Celery runs tasks eagerly ({EAGER_BEHAVIOUR})",
+        hint=(
+            "Fine for development; a deployment needs task_always_eager off and workers. "
+            "Tests: durable_workflow.testing's fake mode."
+        ),
+        id="durable_workflow.I002" if settings.DEBUG else "durable_workflow.W002",
+    )
 
 
 @checks.register("durable_workflow", checks.Tags.database)

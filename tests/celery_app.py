@@ -28,6 +28,16 @@ if os.environ.get("DW_CELERY_DB_REUSE_MAX"):
     app.conf.CELERY_DB_REUSE_MAX = int(os.environ["DW_CELERY_DB_REUSE_MAX"])
 app.autodiscover_tasks(["durable_workflow"])
 
+#: Routes that send the engine's tasks to queues of their own (Celery routing tests);
+#: a worker started with DW_CELERY_ROUTES=1 publishes its follow-up tasks by them too.
+ENGINE_ROUTES = {
+    "durable_workflow.workflow_task": {"queue": "dw-workflows"},
+    "durable_workflow.timer_task": "dw-workflows",
+    "durable_workflow.activity_*": {"queue": "dw-activities"},
+}
+if os.environ.get("DW_CELERY_ROUTES") == "1":
+    app.conf.task_routes = ENGINE_ROUTES
+
 if os.environ.get("DW_WORKER_BEAT"):
     from durable_workflow.transport.celery import beat_schedule
 

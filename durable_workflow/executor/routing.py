@@ -40,12 +40,12 @@ _consumer_counts: dict[tuple[str | None, str | None], tuple[float, int]] = {}
 
 def consumers(task: TaskRecord, *, now: dt.datetime) -> int:
     """Live registered workers consuming the task's queue (looked up every few seconds)."""
-    key = (task.connection, task.queue)
+    key = (task.connection, task.queue, task.task_type)
     cached = _consumer_counts.get(key)
     if cached is None or cached[0] < time.monotonic():
         from durable_workflow.transport.celery import effective_queue
 
-        queue = effective_queue(task.queue, task.connection)
+        queue = effective_queue(task.queue, task.connection, task.task_type)
         stale = get_settings().WORKER_STALE_AFTER_SECONDS
         count = sum(
             1 for row in workers.live(now=now, stale_after=stale) if queue in (row["queues"] or [])

@@ -54,7 +54,7 @@ def _runs() -> dict[str, Any]:
 
 def _task_scope(row: dict[str, Any]) -> tuple[str | None, str]:
     try:
-        return row["connection"], effective_queue(row["queue"], row["connection"])
+        return row["connection"], effective_queue(row["queue"], row["connection"], row["task_type"])
     except Exception:  # an unloadable connection still deserves a row
         return row["connection"], row["queue"] or "default"
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from celery import Celery, current_app, shared_task
+from celery.app import routes as celery_routes
 from celery.exceptions import WorkerShutdown
 from django import db
 from django.utils.module_loading import import_string
@@ -23,6 +24,7 @@ from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import BrokerUnavailable, ConfigurationError
 from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
+from durable_workflow.transport import eager
 
 logger = logging.getLogger("durable_workflow")
 
@@ -65,8 +67,44 @@ def default_queue(connection: str | None = None) -> str:
     return str(celery_app(connection).conf.task_default_queue or "celery")
 
 
-def effective_queue(queue: str | None, connection: str | None = None) -> str:
-    return queue or default_queue(connection)
+def effective_queue(
+    queue: str | None, connection: str | None = None, task_type: str | None = None
+) -> str:
+    """The queue a message of the engine's ``task_type`` lands on, resolved the way Celery
+    resolves it: the task's own queue, else the app's ``task_routes`` for the task's
+    name, else the app's ``task_default_queue``. Without a ``task_type`` (a caller that
+    cannot tell), the engine's ``DEFAULT_QUEUE`` or Celery's default."""
+    if queue:
+        return queue
+    if task_type is None:
+        return default_queue(connection)
+    return routed_queue(TASK_NAMES[task_type], connection)
+
+
+def routed_queue(name: str, connection: str | None = None) -> str:
+    """Where Celery sends a message of the task ``name`` that names no queue."""
+    app = celery_app(connection)
+    route = _route(app, name)
+    if isinstance(route, str):
+        return route
+    if isinstance(route, dict):
+        queue = route.get("queue") or route.get("routing_key")
+        if queue:
+            return str(getattr(queue, "name", queue))
+    return str(app.conf.task_default_queue or "celery")
+
+
+def _route(app: Celery, name: str) -> Any:
+    """The first ``task_routes`` entry that routes ``name`` (``None``: no route does).
+    Read from the configuration each time, as a new Celery router would."""
+    if not app.conf.task_routes:
+        return None
+    router = celery_routes.Router(celery_routes.prepare(app.conf.task_routes), app=app)
+    try:
+        return router.lookup_route(name, (), {}, {}, app.tasks.get(name))
+    except Exception:  # a router function that needs the message's arguments
+        logger.debug("could not resolve the route of %s", name, exc_info=True)
+        return None
 
 
 class CeleryBackend:
@@ -74,9 +112,15 @@ class CeleryBackend:
 
     def waiting(self, task: TaskRecord) -> int | None:
         """Messages waiting ahead in the queue ``task``'s message goes to."""
-        return waiting(effective_queue(task.queue, task.connection), task.connection)
+        if eager.is_eager(task.connection):
+            return 0  # nothing is ever published
+        queue = effective_queue(task.queue, task.connection, task.task_type)
+        return waiting(queue, task.connection)
 
     def send(self, task: TaskRecord, countdown: float | None) -> None:
+        if eager.is_eager(task.connection):
+            eager.run(task, countdown)
+            return
         options: dict[str, Any] = {}
         if task.queue:
             options["queue"] = task.queue

@@ -1,5 +1,5 @@
 """Real Celery workers on the topologies of issue 31: the engine's tables on their own
-PostgreSQL database."""
+PostgreSQL database, and the engine's tasks routed to queues of their own."""
 
 from __future__ import annotations
 
@@ -9,12 +9,37 @@ from django.test import override_settings
 from durable_workflow import WorkflowStub
 from durable_workflow.models import WorkflowRun
 from tests.acceptance.test_celery_worker import assert_history_exactly_once
+from tests.celery_app import ENGINE_ROUTES, app
+from tests.integration.test_doctor import check, doctor
 from tests.routers import ENGINE_ALIAS
 
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.django_db(transaction=True, databases=["default", ENGINE_ALIAS]),
 ]
+
+
+@pytest.fixture
+def routes():
+    saved = app.conf.task_routes
+    app.conf.task_routes = ENGINE_ROUTES
+    app.amqp.flush_routes()
+    yield ENGINE_ROUTES
+    app.conf.task_routes = saved
+    app.amqp.flush_routes()
+
+
+def test_routed_queues_run_a_workflow_and_the_doctor_reads_them_right(start_worker, routes):
+    start_worker(queues="dw-workflows,dw-activities", env={"DW_CELERY_ROUTES": "1"})
+    stub = WorkflowStub.make("tests.many-steps", "routed-queues")
+    stub.start(6)
+    stub.wait(timeout=60)
+    assert stub.status() == "completed", [e.event_type for e in stub.history()]
+    assert stub.output() == 15
+    assert_history_exactly_once(stub)
+    workers = check(doctor(active_queues=None), "workers")  # a real inspect() of the worker
+    assert workers["status"] == "ok", workers["message"]
+    assert workers["details"]["no_consumer"] == []
 
 
 def test_a_worker_with_the_engine_on_its_own_database(start_worker):

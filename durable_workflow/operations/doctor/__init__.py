@@ -17,6 +17,7 @@ from durable_workflow.operations.doctor import (
     infrastructure,
     pooler,
     work,
+    workers,
 )
 from durable_workflow.operations.doctor.result import (
     ERROR,
@@ -40,7 +41,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (pooler.check_pooler, ("database",)),
     (infrastructure.check_celery_app, ("settings",)),
     (infrastructure.check_broker, ("celery_app",)),
-    (infrastructure.check_workers, ("celery_app", "database", "migrations")),
+    (workers.check_workers, ("celery_app", "database", "migrations")),
     (infrastructure.check_cache_locks, ()),
     (infrastructure.check_clock_skew, ("database",)),
     (configuration.check_payload_codec, ("settings",)),

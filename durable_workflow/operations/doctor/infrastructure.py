@@ -12,7 +12,6 @@ from django.db.migrations.executor import MigrationExecutor
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
-from durable_workflow.operations import queues
 from durable_workflow.operations.doctor.result import (
     ERROR,
     OK,
@@ -21,6 +20,7 @@ from durable_workflow.operations.doctor.result import (
     DoctorContext,
 )
 from durable_workflow.store import database, dbclock
+from durable_workflow.transport.eager import EAGER_BEHAVIOUR
 
 _CLOCK_SKEW_WARNING = 2.0
 _CLOCK_SKEW_ERROR = 30.0
@@ -102,6 +102,15 @@ def _label(connection: str | None) -> str:
     return connection or "default"
 
 
+def _eager(connection: str | None) -> bool:
+    from durable_workflow.transport.eager import is_eager
+
+    try:
+        return is_eager(connection)
+    except Exception:  # an unloadable app: reported by celery_app
+        return False
+
+
 def check_celery_app(ctx: DoctorContext) -> CheckResult:
     from durable_workflow.transport.celery import TASK_NAMES, celery_app
 
@@ -121,8 +130,8 @@ def check_celery_app(ctx: DoctorContext) -> CheckResult:
         name = _label(connection)
         if connection is None and app.main is None and not get_settings().CELERY_APP:
             problems.append("no Celery app is configured; Celery's default app would be used")
-        if app.conf.task_always_eager:
-            problems.append(f"{name}: task_always_eager bypasses on-commit publishing and routing")
+        if app.conf.task_always_eager and not django_settings.DEBUG:
+            problems.append(f"{name}: {EAGER_BEHAVIOUR}")
         pool = str(app.conf.worker_pool or "")
         if pool in ("gevent", "eventlet"):
             problems.append(
@@ -131,7 +140,8 @@ def check_celery_app(ctx: DoctorContext) -> CheckResult:
         missing = sorted(set(TASK_NAMES.values()) - set(app.tasks))
         if missing:
             problems.append(f"{name}: tasks not registered: {', '.join(missing)}")
-    details = {"apps": {_label(c): str(app.main) for c, app in apps.items()}}
+    eager = sorted(_label(c) for c, app in apps.items() if app.conf.task_always_eager)
+    details = {"apps": {_label(c): str(app.main) for c, app in apps.items()}, "eager": eager}
     if problems:
         return CheckResult(
             "celery_app",
@@ -141,7 +151,10 @@ def check_celery_app(ctx: DoctorContext) -> CheckResult:
             "Fix the Celery app configuration; `app.autodiscover_tasks()` registers the tasks.",
             details=details,
         )
-    return CheckResult("celery_app", title, OK, "the Celery app loads", details=details)
+    message = "the Celery app loads"
+    if eager:
+        message += f"; {', '.join(eager)}: {EAGER_BEHAVIOUR}"
+    return CheckResult("celery_app", title, OK, message, details=details)
 
 
 def probe_broker(connection: str | None, timeout: float) -> tuple[str, str | None]:
@@ -165,6 +178,9 @@ def check_broker(ctx: DoctorContext) -> CheckResult:
     title = "Broker reachable"
     failures, brokers = [], {}
     for connection in _connections():
+        if _eager(connection):
+            brokers[_label(connection)] = {"url": None, "reachable": True, "eager": True}
+            continue  # nothing is published: tasks run where they are committed
         try:
             uri, error = probe_broker(connection, ctx.broker_timeout)
         except Exception as exc:  # an unloadable app: reported by celery_app
@@ -183,115 +199,6 @@ def check_broker(ctx: DoctorContext) -> CheckResult:
             details={"brokers": brokers},
         )
     return CheckResult("broker", title, OK, "every broker answers", details={"brokers": brokers})
-
-
-def _active_queues(ctx: DoctorContext, connection: str | None) -> dict[str, list[dict[str, Any]]]:
-    from durable_workflow.transport.celery import celery_app
-
-    if ctx.active_queues is not None:
-        return ctx.active_queues(connection) or {}
-    inspector = celery_app(connection).control.inspect(timeout=ctx.inspect_timeout)
-    return inspector.active_queues() or {}
-
-
-def _registered(ctx: DoctorContext) -> dict[str, list[str]]:
-    """Queues of worker processes that registered and heartbeat recently."""
-    from durable_workflow.models import WorkerRegistration
-
-    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
-    rows = WorkerRegistration.objects.filter(
-        status="active", last_heartbeat_at__gte=ctx.now - stale
-    ).values_list("worker_id", "queues")
-    return {worker_id: sorted(str(q) for q in queues or []) for worker_id, queues in rows}
-
-
-def _registered_nodes(ctx: DoctorContext) -> int:
-    """Celery nodes among the live registrations: the processes of one node (a prefork
-    pool's children) share its direct queue, so one ``celery worker`` counts once."""
-    from durable_workflow.models import WorkerRegistration
-
-    stale = dt.timedelta(seconds=get_settings().WORKER_STALE_AFTER_SECONDS)
-    rows = WorkerRegistration.objects.filter(
-        status="active", last_heartbeat_at__gte=ctx.now - stale
-    ).values_list("worker_id", "direct_queue")
-    return len({direct or worker for worker, direct in rows})
-
-
-def check_workers(ctx: DoctorContext) -> CheckResult:
-    title = "Workers consume every queue"
-    broker = ctx.results.get("broker")
-    unreachable = {
-        name
-        for name, info in ((broker.details.get("brokers") if broker else None) or {}).items()
-        if not info.get("reachable")
-    }
-    configured, busy = queues.configured_scopes(), queues.open_task_scopes()
-    consumers: dict[str, list[str]] = {}
-    registered = _registered(ctx)
-    idle, stalled, skipped = [], [], []
-    for connection, wanted in queues.by_connection(configured | busy).items():
-        if _label(connection) in unreachable:
-            skipped.append(_label(connection))
-            continue
-        active = _active_queues(ctx, connection)
-        served = {q["name"] for worker_queues in active.values() for q in worker_queues}
-        if connection is None:  # registrations do not name their connection
-            served |= {queue for names in registered.values() for queue in names}
-        for worker, worker_queues in active.items():
-            consumers[worker] = sorted(q["name"] for q in worker_queues)
-        for queue in wanted:
-            if queue in served:
-                continue
-            scope = f"{queue}" if connection is None else f"{connection}:{queue}"
-            (stalled if (connection, queue) in busy else idle).append(scope)
-    details = {
-        "workers": consumers,
-        "registered_workers": registered,
-        "no_consumer": sorted(stalled + idle),
-        "skipped": skipped,
-    }
-    start = "Start a worker for it: `celery -A <project> worker -Q <queue>[,<queue>...]`."
-    if stalled:
-        return CheckResult(
-            "workers",
-            title,
-            ERROR,
-            f"open tasks wait on queue(s) no worker consumes: {', '.join(sorted(stalled))}",
-            start,
-            details=details,
-        )
-    if idle:
-        return CheckResult(
-            "workers",
-            title,
-            WARNING,
-            f"no worker consumes configured queue(s): {', '.join(sorted(idle))}",
-            start,
-            details=details,
-        )
-    if skipped:
-        return CheckResult(
-            "workers",
-            title,
-            WARNING,
-            f"not checked for {', '.join(skipped)}: the broker is unreachable",
-            "Fix the broker first.",
-            details=details,
-        )
-    nodes = max(len(consumers), _registered_nodes(ctx))
-    if connections[_alias()].vendor == "sqlite" and nodes > 1:
-        return CheckResult(
-            "workers",
-            title,
-            WARNING,
-            f"{nodes} worker nodes share one SQLite database; writers will queue up",
-            "Use PostgreSQL for more than one worker node.",
-            details=details,
-        )
-    count = len(set(consumers) | set(registered))
-    return CheckResult(
-        "workers", title, OK, f"{count} worker(s) cover every queue", details=details
-    )
 
 
 def check_cache_locks(ctx: DoctorContext) -> CheckResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from typing import Any
 
 from django.db.models import Count, Min, Q, QuerySet
@@ -63,6 +64,22 @@ def _age(ctx: DoctorContext, since: dt.datetime | None) -> float:
     return round((ctx.now - since).total_seconds(), 3) if since else 0.0
 
 
+def _per_resolved_queue(tasks: Any) -> dict[str, int]:
+    """Task counts by ``connection:queue``, each queue resolved as Celery will route it
+    (the twenty largest)."""
+    from durable_workflow.operations.queues import effective_queue
+
+    counts: Counter[str] = Counter()
+    grouped = tasks.values("connection", "queue", "task_type").annotate(n=Count("id"))
+    for row in grouped.order_by():
+        try:
+            queue = effective_queue(row["queue"], row["connection"], row["task_type"])
+        except Exception:  # an unloadable connection: the configuration checks say so
+            queue = row["queue"] or "default"
+        counts[f"{row['connection'] or 'default'}:{queue}"] += row["n"]
+    return dict(counts.most_common(20))
+
+
 def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
     threshold = ctx.stuck_threshold()
     # Tasks no live worker may claim are waiting for a compatible worker, not stuck:
@@ -76,10 +93,7 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
         return CheckResult(
             "stuck_tasks", title, OK, f"no ready task has waited more than {threshold:.0f} s"
         )
-    per_queue = {
-        f"{row['connection'] or 'default'}:{row['queue'] or 'default'}": row["n"]
-        for row in stuck.values("connection", "queue").annotate(n=Count("id")).order_by("-n")[:20]
-    }
+    per_queue = _per_resolved_queue(stuck)
     # Tasks that were taken and ended without an outcome (they failed or their worker
     # died): not unclaimed, but failing; the instances say which runs.
     failing = affected(stuck.filter(attempt_count__gt=0), "run__instance_id")

@@ -199,3 +199,50 @@ def check_database_routing(app_configs: Any = None, **kwargs: Any) -> list[check
             id="durable_workflow.E030",
         )
     ]
+
+
+_BEAT_IDS = {"durable_workflow.repair": "durable_workflow.W031"}
+
+
+@checks.register("durable_workflow")
+def check_beat_entries(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The repair pass's beat entry (no database needed)."""
+    return _beat_warnings(with_database=False)
+
+
+@checks.register("durable_workflow", checks.Tags.database)
+def check_beat_entries_for_schedules(
+    app_configs: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``check --database``: the schedule tick's entry while schedules exist (and entries
+    kept by a database scheduler)."""
+    return [
+        message
+        for message in _beat_warnings(with_database=True)
+        if message.id != "durable_workflow.W031" or _database_scheduler_in_use()
+    ]
+
+
+def _database_scheduler_in_use() -> bool:
+    from durable_workflow.operations import beat
+
+    return beat.static_tasks()[1]
+
+
+def _beat_warnings(*, with_database: bool) -> list[checks.CheckMessage]:
+    from durable_workflow.operations import beat
+
+    try:
+        missing = beat.missing(with_database=with_database)
+    except Exception:  # no Celery app (E002) or no tables yet (migrate comes first)
+        return []
+    return [
+        checks.Warning(
+            f"no Celery beat entry runs {task}: {beat.CONSEQUENCES[task]}",
+            hint=beat.HINTS[task][0].upper()
+            + beat.HINTS[task][1:]
+            + " (silence this check if you do the latter).",
+            id=_BEAT_IDS.get(task, "durable_workflow.W032"),
+        )
+        for task in missing
+    ]

@@ -47,6 +47,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (configuration.check_payload_codec, ("settings",)),
     (configuration.check_structural_limits, ("settings",)),
     (configuration.check_type_keys, ("database", "migrations")),
+    (configuration.check_beat_entries, ("celery_app", "database", "migrations")),
     (work.check_stuck_tasks, ("database", "migrations")),
     (work.check_expired_leases, ("database", "migrations")),
     (work.check_overdue_timers, ("database", "migrations")),

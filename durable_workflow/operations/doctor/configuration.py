@@ -104,3 +104,24 @@ def check_type_keys(ctx: DoctorContext) -> CheckResult:
             details=details,
         )
     return CheckResult("unregistered_types", title, OK, "every type key in use is registered")
+
+
+def check_beat_entries(ctx: DoctorContext) -> CheckResult:
+    from durable_workflow.operations import beat
+
+    title = "Beat runs the periodic tasks"
+    missing = beat.missing(with_database=True)
+    details = {"missing": missing}
+    if missing:
+        return CheckResult(
+            "beat_entries",
+            title,
+            WARNING,
+            "; ".join(beat.describe(task) for task in missing),
+            "Add the entries to the Celery app's beat_schedule and run `celery beat`, or run "
+            "the --loop commands (then ignore this finding).",
+            details=details,
+        )
+    return CheckResult(
+        "beat_entries", title, OK, "beat has entries for the periodic tasks", details=details
+    )

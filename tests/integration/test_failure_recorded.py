@@ -6,11 +6,11 @@ import datetime as dt
 import pathlib
 
 import pytest
-from django.db import transaction
 from django.test import override_settings
 
 from durable_workflow import StartOptions, WorkflowStub, clock, executor, signals
 from durable_workflow.models import WorkflowFailure
+from durable_workflow.store import database
 from tests.integration.helpers import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,7 +105,7 @@ def test_terminate_parking_and_structural_limits(inline, received):
 def test_nothing_is_announced_when_the_transaction_rolls_back(inline, received):
     stub = start("tests.cancellable", "fr-7", "timer")
     inline.run()
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError), database.atomic():
         stub.terminate("ops")
         raise RuntimeError
     assert received == [] and WorkflowFailure.objects.count() == 0

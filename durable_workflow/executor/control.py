@@ -146,16 +146,7 @@ def _close_command(
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, command_type, request_id)
         if prior is not None:  # the same request again: its first answer, nothing new
-            return CloseOutcome(
-                accepted=prior.command.status == CommandStatus.ACCEPTED,
-                outcome=prior.command.outcome,
-                command_id=prior.command.id,
-                instance_id=instance_id,
-                run_id=prior.command.run_id,
-                rejection_reason=prior.command.rejection_reason,
-                metadata=prior.metadata,
-                reason=prior.reason or None,
-            )
+            return _repeated(prior)
         accepted = rejection is None
         outcome = (
             ("cancelled" if kind == "cancel" else "terminated") if accepted else rejection.outcome
@@ -202,6 +193,19 @@ def _close_command(
         rejection_reason=command.rejection_reason,
         metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
         reason=reason,
+    )
+
+
+def _repeated(prior: commands.PriorCommand) -> CloseOutcome:
+    return CloseOutcome(
+        accepted=prior.command.status == CommandStatus.ACCEPTED,
+        outcome=prior.command.outcome,
+        command_id=prior.command.id,
+        instance_id=prior.command.instance_id,
+        run_id=prior.command.run_id,
+        rejection_reason=prior.command.rejection_reason,
+        metadata=prior.metadata,
+        reason=prior.reason or None,
     )
 
 

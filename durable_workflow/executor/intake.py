@@ -152,16 +152,7 @@ def send_signal(
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
         if prior is not None:
-            return SignalOutcome(
-                accepted=prior.command.status == CommandStatus.ACCEPTED,
-                outcome=prior.command.outcome,
-                command_id=prior.command.id,
-                instance_id=instance_id,
-                run_id=prior.command.run_id,
-                signal_id=prior.signal_id,
-                rejection_reason=prior.command.rejection_reason,
-                metadata=prior.metadata,
-            )
+            return _repeated_signal(prior)
         if request_id is not None:
             metadata = {**(metadata or {}), "request_id": request_id}
         values: list[Any] = []
@@ -174,6 +165,19 @@ def send_signal(
         return _record_signal(
             instance_id, run, name, values, rejection, source, metadata or {}, now=now
         )
+
+
+def _repeated_signal(prior: commands.PriorCommand) -> SignalOutcome:
+    return SignalOutcome(
+        accepted=prior.command.status == CommandStatus.ACCEPTED,
+        outcome=prior.command.outcome,
+        command_id=prior.command.id,
+        instance_id=prior.command.instance_id,
+        run_id=prior.command.run_id,
+        signal_id=prior.signal_id,
+        rejection_reason=prior.command.rejection_reason,
+        metadata=prior.metadata,
+    )
 
 
 def _record_signal(

@@ -136,13 +136,7 @@ def submit_update(
         run, rejection = resolve_target(instance_id, run_id)
         prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
         if prior is not None:
-            return UpdateOutcome(
-                messages.update_of_command(prior.command.id),
-                prior.command.id,
-                prior.command.outcome or None,
-                prior.command.rejection_reason,
-                prior.metadata,
-            )
+            return _repeated(prior)
         public, values = name, []
         if rejection is None and run is not None:
             public, values, rejection = _check(run, name, arguments)
@@ -211,6 +205,15 @@ def submit_update(
         command.outcome or None,
         command.rejection_reason,
         {} if accepted else rejection.metadata,  # type: ignore[union-attr]
+    )
+
+
+def _repeated(prior: commands.PriorCommand) -> UpdateOutcome:
+    """The answer to a request id seen before: its update as it stands now."""
+    command = prior.command
+    record = messages.update_of_command(command.id)
+    return UpdateOutcome(
+        record, command.id, command.outcome or None, command.rejection_reason, prior.metadata
     )
 
 

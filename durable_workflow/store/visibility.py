@@ -41,6 +41,15 @@ def current_visibility(run_id: uuid.UUID) -> tuple[dict[str, Any], dict[str, Any
     return dict(memo or {}), dict(attributes or {})
 
 
+def _with_labels(rows: Any, labels: dict[str, str]) -> Any:
+    """Runs carrying every label with that value; each key is taken whole (one holding
+    '__' is not a lookup path)."""
+    for number, (key, value) in enumerate(labels.items()):
+        alias = f"label_{number}"
+        rows = rows.alias(**{alias: KeyTransform(key, "labels")}).filter(**{alias: value})
+    return rows
+
+
 _LOOKUPS = {"exact", "gt", "gte", "lt", "lte", "in", "startswith", "contains"}
 
 
@@ -99,10 +108,7 @@ def filter_runs(
             _attribute_filter(key, lookup or "exact", value)
         ).values("run_id")
         rows = rows.filter(id__in=matching)
-    for number, (key, value) in enumerate((labels or {}).items()):
-        # The key taken as a whole (one holding '__' is not a lookup path).
-        alias = f"label_{number}"
-        rows = rows.alias(**{alias: KeyTransform(key, "labels")}).filter(**{alias: value})
+    rows = _with_labels(rows, labels or {})
     if current_only:
         from django.db.models import F
 

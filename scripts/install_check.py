@@ -33,12 +33,21 @@ class Case:
     extras: str  # what replaces the quickstart's "[redis]"; "" installs no extra
     broker: str
     postgres: bool = False
+    settings: str = ""  # appended to the quickstart's settings.py
 
+
+#: The encryption extra, used: the quickstart's payloads compressed and encrypted (a fixed
+#: throwaway key) on their way through a real worker.
+ENCRYPTION_SETTINGS = (
+    "DURABLE_WORKFLOW = {**DURABLE_WORKFLOW, 'PAYLOAD_CODECS': ['zlib', 'aes-gcm'], "
+    "'PAYLOAD_ENCRYPTION_KEYS': {'install-check': 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='}}"
+)
 
 CASES = [
     Case("redis-extra-on-redis", "redis", REDIS),  # the quickstart as written
     Case("no-extra-on-rabbitmq", "", RABBITMQ),  # AMQP needs no extra
     Case("postgres-and-redis-extras-on-postgresql", "postgres,redis", REDIS, postgres=True),
+    Case("encryption-extra-on-redis", "redis,encryption", REDIS, settings=ENCRYPTION_SETTINGS),
 ]
 
 
@@ -61,7 +70,7 @@ def postgres_settings() -> str:
 
 
 def run_case(case: Case, wheel: pathlib.Path, scratch: pathlib.Path) -> bool:
-    settings = postgres_settings() if case.postgres else ""
+    settings = (postgres_settings() if case.postgres else "") + "\n" + case.settings
     started = time.monotonic()
     try:
         done = subprocess.run(

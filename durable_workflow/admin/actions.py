@@ -62,6 +62,7 @@ class OperatorActionsMixin:
             "changelist_action": changelist_action,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "previews": previews,
+            "dry_run_available": True,
             "preview_summary": _summary(previews) if previews is not None else "",
         }
         return TemplateResponse(request, "durable_workflow/admin/operate.html", context)

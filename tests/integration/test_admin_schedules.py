@@ -101,3 +101,63 @@ def test_schedule_actions_need_permissions(client, schedule):
     login(client, "ops", *VIEW, "change_workflowschedule")
     page = client.get(url(WorkflowSchedule)).content.decode()
     assert "schedule_pause" in page and "schedule_delete" not in page
+
+
+def test_backfill_a_past_window_from_the_admin(client, inline):
+    import datetime as dt
+
+    from durable_workflow import clock
+
+    clock.freeze(dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC))
+    ScheduleManager.create(
+        schedule_id="nightly-report",
+        workflow="tests.sequential",
+        cron_expression="0 2 * * *",
+        arguments=["ada"],
+    )
+    schedule = WorkflowSchedule.objects.get(schedule_id="nightly-report")
+    login(client, "ops", *VIEW, "change_workflowschedule")
+    data = {
+        "action": "schedule_backfill",
+        "_selected_action": [schedule.pk],
+        "apply": "yes",
+        "reason": "the ticker was down",
+        "start": "2026-11-30 00:00:00",
+        "end": "2026-12-02 00:00:00",
+    }
+    confirm = client.post(
+        url(WorkflowSchedule), {"action": "schedule_backfill", "_selected_action": [schedule.pk]}
+    )
+    assert b'name="start"' in confirm.content and b"dw-dry-run" not in confirm.content
+    page = client.post(url(WorkflowSchedule), data, follow=True).content.decode()
+    assert "Backfill default/nightly-report: backfilled 2 occurrence(s)" in page
+    fires = ScheduleFire.objects.filter(schedule=schedule, kind="backfill")
+    assert [f.occurrence_time.day for f in fires.order_by("occurrence_time")] == [30, 1]
+    again = client.post(url(WorkflowSchedule), data, follow=True).content.decode()
+    assert "backfilled 2 occurrence(s)" in again and fires.count() == 2  # nothing twice
+    event = ScheduleHistoryEvent.objects.filter(schedule_ulid=schedule.pk).last()
+    assert event.payload.get("command_context", {}).get("source") == "admin"
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        ("2026-12-02 00:00:00", "2026-11-30 00:00:00", b"must end after it starts"),
+        ("yesterday", "2026-11-30 00:00:00", b"errorlist"),
+        ("1900-01-01 00:00:00", "2026-11-30 00:00:00", b"refused: "),
+    ],
+    ids=["reversed", "garbage", "too-many-occurrences"],
+)
+def test_a_bad_backfill_window_is_refused_with_a_reason(client, schedule, start, end, expected):
+    login(client, "ops", *VIEW, "change_workflowschedule")
+    data = {
+        "action": "schedule_backfill",
+        "_selected_action": [schedule.pk],
+        "apply": "yes",
+        "reason": "r",
+        "start": start,
+        "end": end,
+    }
+    response = client.post(url(WorkflowSchedule), data, follow=True)
+    assert response.status_code == 200 and expected in response.content
+    assert not ScheduleFire.objects.filter(kind="backfill").exists()

@@ -96,3 +96,39 @@ def test_from_the_dashboard_to_a_parked_run_and_its_recovery(served, inline, mon
     inline.run()
     parked.refresh_from_db()
     assert parked.status == "completed"
+
+
+def test_query_a_run_and_dry_run_a_bulk_retry(served, inline, monkeypatch):  # noqa: F811
+    User.objects.create_superuser("oncall", "oncall@example.com", "s3cret-pass")
+    monkeypatch.setitem(hostile.BUGGY, "code", "broken")
+    start("tests.buggy", "order-2001", "name")
+    start("tests.buggy", "order-2002", "name")
+    waiting = start("tests.approval", "order-2003", "signal")
+    inline.run()
+    timeline = f"/admin/durable_workflow/workflowrun/{waiting.run_id()}/timeline/"
+
+    with chromium_page() as page:
+        _login(page, served.url, timeline)
+        page.click("a.dw-op-query")
+        page.wait_for_selector("#dw-operate-form")
+        page.select_option("select[name=query_name]", "snapshot")
+        page.fill("textarea[name=reason]", "what is it waiting for?")
+        page.click("#dw-confirm")
+        page.wait_for_selector(".messagelist")
+        answer = page.inner_text(".messagelist")
+
+        page.goto(f"{served.url}/admin/durable_workflow/workflowrun/?attention=any")
+        page.wait_for_selector("#result_list")
+        page.check("#action-toggle")  # every run listed
+        page.select_option("select[name=action]", "retry_selected")
+        page.click("button[name=index]")
+        page.wait_for_selector("#dw-operate-form")
+        page.fill("textarea[name=reason]", "checking before the fix")
+        page.click("#dw-dry-run")
+        page.wait_for_selector("#dw-preview")
+        screenshot(page, "bulk-dry-run")
+        summary = page.inner_text("#dw-preview-summary")
+
+    assert "Query: 1 answered." in answer and '"stage"' in answer
+    assert summary == "2 would_retry"
+    assert not WorkflowCommand.objects.filter(command_type="repair").exists()

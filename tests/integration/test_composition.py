@@ -285,3 +285,12 @@ def test_continue_as_new_applies_no_parent_close_policy(inline):
     child.signal("go", "later")
     inline.run()
     assert child.refresh().output() == {"value": "x", "go": "later"}
+
+
+def test_a_predicate_wait_is_a_group_member(inline):
+    stub = start("tests.predicate-members", "predicate-members")
+    inline.run()
+    assert stub.refresh().running()
+    stub.signal("go")
+    inline.run()
+    assert stub.refresh().output() == {"select": "go", "all": [True, None]}

@@ -247,6 +247,25 @@ class HandsOverAChild(Workflow):
         return child_id
 
 
+class PredicateMembers(Workflow):
+    """A predicate wait as a member of ``all()`` and of ``select()``, no ``run_async``."""
+
+    type_key = "tests.predicate-members"
+    signals = ["go"]
+
+    def __init__(self) -> None:
+        self.go = False
+
+    @dw.signal("go")
+    def on_go(self) -> None:
+        self.go = True
+
+    def handle(self) -> dict[str, Any]:
+        first = dw.select({"go": lambda: dw.wait(lambda: self.go), "late": lambda: dw.timer(3600)})
+        both = dw.all([lambda: dw.wait(lambda: self.go), lambda: dw.timer(0)])
+        return {"select": first.key, "all": both}
+
+
 class Timeouts(Workflow):
     type_key = "tests.timeouts"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.utils.module_loading import import_string
 
@@ -15,6 +15,11 @@ from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import DurableWorkflowError, UnknownTypeError
 from durable_workflow.schedules.errors import InvalidScheduleError, UnknownScheduleWorkflowError
 
+if TYPE_CHECKING:
+    from durable_workflow.authoring.workflow import Workflow
+
+    WorkflowClass = type[Workflow[Any, Any]]
+
 
 @dataclass(frozen=True)
 class Action:
@@ -24,7 +29,7 @@ class Action:
     arguments: dict[str, str]
 
 
-def resolve_workflow(workflow: type | str) -> type:
+def resolve_workflow(workflow: type | str) -> WorkflowClass:
     """The registered workflow class for a class, a type key or a dotted class path."""
     if isinstance(workflow, type):
         key = getattr(workflow, "type_key", None)
@@ -34,7 +39,8 @@ def resolve_workflow(workflow: type | str) -> type:
     if not isinstance(workflow, str) or not workflow.strip():
         raise UnknownScheduleWorkflowError(f"expected a workflow class or type key: {workflow!r}")
     try:
-        return registry.workflow_class(workflow)
+        # The registry holds only Workflow subclasses (they register themselves).
+        return cast("WorkflowClass", registry.workflow_class(workflow))
     except UnknownTypeError as exc:
         cls = _import_class(workflow)
         if cls is None:
@@ -86,7 +92,9 @@ def action_from_dict(action: Any) -> Action:
     return built
 
 
-def _positional(cls: type, arguments: list[Any] | tuple[Any, ...] | dict[str, Any] | None) -> list:
+def _positional(
+    cls: WorkflowClass, arguments: list[Any] | tuple[Any, ...] | dict[str, Any] | None
+) -> list[Any]:
     if arguments is None:
         return []
     if isinstance(arguments, list | tuple):

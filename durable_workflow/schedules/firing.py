@@ -100,7 +100,7 @@ def fire(
     *,
     occurrence: dt.datetime,
     kind: str,
-    policy: ScheduleOverlapPolicy,
+    policy: ScheduleOverlapPolicy | str,
     now: dt.datetime,
     context: CommandContext | None = None,
 ) -> FireResult:

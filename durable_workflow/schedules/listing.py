@@ -29,7 +29,7 @@ def statuses(status: ScheduleStatus | str | Iterable[ScheduleStatus | str] | Non
 
 
 def workflow_type(workflow: type | str) -> str:
-    return str(resolve_workflow(workflow).type_key)  # type: ignore[attr-defined]
+    return str(resolve_workflow(workflow).type_key)
 
 
 def make_cursor(schedule_id: str, ulid: uuid.UUID) -> str:

@@ -6,6 +6,7 @@ occurrence) and appends its audit event in that same transaction.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import re
 from collections.abc import Iterable
@@ -316,7 +317,7 @@ class ScheduleManager:
         after_sequence: int = 0,
         limit: int | None = None,
         namespace: str | None = None,
-    ) -> list[ScheduleEvent]:
+    ) -> builtins.list[ScheduleEvent]:
         """The schedule's audit stream in sequence order (kept after deletion)."""
         return store.load_events(
             load(schedule, namespace).id, after_sequence=after_sequence, limit=limit
@@ -352,7 +353,7 @@ class ScheduleManager:
         return result.instance_id if result.outcome == Outcome.TRIGGERED else None
 
     @classmethod
-    def tick(cls, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def tick(cls, *, limit: int | None = None) -> builtins.list[dict[str, Any]]:
         """Fire every due schedule once and drain ready buffers; one row per action."""
         return ticker.tick(limit=limit).results
 
@@ -366,7 +367,7 @@ class ScheduleManager:
         overlap_policy_override: ScheduleOverlapPolicy | str | None = None,
         namespace: str | None = None,
         context: CommandContext | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Start the canonical (unjittered) occurrences in ``[from_, to]``, oldest first.
 
         Buffer policies act as ``allow_all``; ``to`` is capped at now; the run

@@ -56,7 +56,8 @@ def celery_app(connection: str | None = None) -> Celery:
             ) from None
     if settings.CELERY_APP:
         return _named_app(settings.CELERY_APP)
-    return current_app._get_current_object()  # type: ignore[no-any-return]
+    # celery-types declares current_app a Celery; it is a Proxy, resolved here to the app.
+    return current_app._get_current_object()  # type: ignore[attr-defined,no-any-return]
 
 
 def default_queue(connection: str | None = None) -> str:
@@ -101,7 +102,8 @@ def _route(app: Celery, name: str) -> Any:
         return None
     router = celery_routes.Router(celery_routes.prepare(app.conf.task_routes), app=app)
     try:
-        return router.lookup_route(name, (), {}, {}, app.tasks.get(name))
+        # celery-types wants a Task class here; Celery itself passes the task (send_task).
+        return router.lookup_route(name, (), {}, {}, app.tasks.get(name))  # type: ignore[arg-type]
     except Exception:  # a router function that needs the message's arguments
         logger.debug("could not resolve the route of %s", name, exc_info=True)
         return None
@@ -146,7 +148,7 @@ def waiting(queue: str, connection: str | None = None) -> int | None:
     """
     try:
         with celery_app(connection).connection_for_read() as conn:
-            channel = conn.default_channel
+            channel: Any = conn.default_channel  # the transport's own channel class
             if hasattr(channel, "_size"):
                 return int(channel._size(queue))
             try:
@@ -167,9 +169,6 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "options": {"expires": float(get_settings().REPAIR_INTERVAL_SECONDS) * 2},
         }
     }
-
-
-_TASK_OPTIONS = {"acks_late": True, "ignore_result": True, "reject_on_worker_lost": True}
 
 
 #: Errors that say the database or the broker failed, not the task's own code.
@@ -237,7 +236,7 @@ def _redelivered() -> bool:
     return bool(info.get("redelivered"))
 
 
-@shared_task(name=WORKFLOW_TASK, **_TASK_OPTIONS)
+@shared_task(name=WORKFLOW_TASK, acks_late=True, ignore_result=True, reject_on_worker_lost=True)
 def workflow_task(task_id: str) -> str:
     from durable_workflow.executor import run_workflow_task
 
@@ -245,14 +244,14 @@ def workflow_task(task_id: str) -> str:
     return _entry_point(lambda: run_workflow_task(task_id, redelivered=redelivered))
 
 
-@shared_task(name=ACTIVITY_TASK, **_TASK_OPTIONS)
+@shared_task(name=ACTIVITY_TASK, acks_late=True, ignore_result=True, reject_on_worker_lost=True)
 def activity_task(task_id: str) -> str:
     from durable_workflow.executor import run_activity_task
 
     return _entry_point(lambda: run_activity_task(task_id))
 
 
-@shared_task(name=TIMER_TASK, **_TASK_OPTIONS)
+@shared_task(name=TIMER_TASK, acks_late=True, ignore_result=True, reject_on_worker_lost=True)
 def timer_task(task_id: str) -> str:
     from durable_workflow.executor import run_timer_task
 

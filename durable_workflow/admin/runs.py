@@ -7,10 +7,11 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import content_disposition_header
 
 from durable_workflow.admin import dashboard, run_page, timeline
 from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
@@ -164,6 +165,11 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
                 wrap(self.operate_view),
                 name="durable_workflow_workflowrun_operate",
             ),
+            path(
+                "<path:object_id>/export/",
+                wrap(self.export_view),
+                name="durable_workflow_workflowrun_export",
+            ),
             *super().get_urls(),
         ]
 
@@ -182,9 +188,27 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
             return super().change_view(request, object_id, form_url, extra_context)
         extra = {**(extra_context or {}), "operations": allowed_operations(request, run, run=run)}
         extra["timeline_url"] = timeline_url(run.pk)
+        extra["export_url"] = reverse("admin:durable_workflow_workflowrun_export", args=[run.pk])
         extra.update(run_page.page_context(run))
         extra["waiting_on"] = triage([run])[run.pk]
         return super().change_view(request, object_id, form_url, extra)
+
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The run's history export bundle (what workflow_history_export writes), to
+        keep as an archive or to replay elsewhere with workflow_replay."""
+        run = _run_or_none(object_id)
+        if run is None:
+            raise Http404("no such run")
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        from durable_workflow.ids import instance_file_name
+        from durable_workflow.operations.export import build_bundle
+
+        bundle = build_bundle(run.instance_id, run_id=str(run.pk))
+        response = JsonResponse(bundle, json_dumps_params={"indent": 2, "ensure_ascii": False})
+        name = f"{instance_file_name(run.instance_id)}-run-{run.run_number}.json"
+        response["Content-Disposition"] = content_disposition_header(True, name)
+        return response
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
@@ -224,6 +248,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
             "page": page,
             "instance_url": admin_url(WorkflowInstance, run.instance_id),
             "run_url": admin_url(WorkflowRun, run.pk),
+            "export_url": reverse("admin:durable_workflow_workflowrun_export", args=[run.pk]),
             "lineage": lineage_links(run),
             "failures": list(
                 WorkflowFailure.objects.filter(run_id=run.pk).order_by("-created_at")[:10]

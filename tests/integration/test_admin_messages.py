@@ -137,3 +137,33 @@ def test_deeply_nested_signal_arguments_are_a_form_error(client, waiting):
         {"signal_name": "approved-by", "arguments": "[" * 5000, "reason": "r"},
     )
     assert response.status_code == 200 and b"nested too deeply" in response.content
+
+
+def test_export_history_downloads_the_archive_bundle(client, waiting, inline):
+    login(client, "viewer", *VIEW)
+    waiting.signal("approved-by", "ada")  # not its wait, but a recorded signal
+    inline.run()
+    url = reverse("admin:durable_workflow_workflowrun_export", args=[waiting.run_id()])
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="msg-waiting-run-1.json"'
+    bundle = response.json()
+    assert bundle["selected_run"]["run_id"] == str(waiting.run_id())
+    assert bundle["history_events"] and "integrity" in bundle
+    page = client.get(
+        reverse("admin:durable_workflow_workflowrun_timeline", args=[waiting.run_id()])
+    )
+    assert url.encode() in page.content
+
+
+@pytest.mark.parametrize("object_id", ["nope", "../x", "0" * 40])
+def test_export_of_no_such_run_is_404(client, object_id):
+    login(client, "viewer", *VIEW)
+    base = reverse("admin:durable_workflow_workflowrun_changelist")
+    assert client.get(f"{base}{object_id}/export/").status_code == 404
+
+
+def test_export_needs_the_view_permission(client, waiting):
+    login(client, "nobody", "view_workflowinstance")
+    url = reverse("admin:durable_workflow_workflowrun_export", args=[waiting.run_id()])
+    assert client.get(url).status_code == 403

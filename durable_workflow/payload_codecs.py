@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -29,8 +28,9 @@ from django.utils.module_loading import import_string
 from durable_workflow.codec import chain
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.logs import get_logger
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 _KEYS = (
     "PAYLOAD_CODECS",

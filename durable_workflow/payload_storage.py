@@ -25,7 +25,6 @@ deleted: a caller's memo shaped like one is not (``codec.external``).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +48,7 @@ from durable_workflow.codec.external import (
 from durable_workflow.codec.external_drivers import check_key
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.logs import get_logger
 
 __all__ = [
     "DjangoStorageDriver",
@@ -64,7 +64,7 @@ __all__ = [
     "references_for_runs",
 ]
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Pruning spares an unreferenced object written (or re-written) this recently:
 #: a workflow task may have stored it and not committed the row that refers to it yet.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import uuid
 from typing import Any
 
@@ -26,9 +25,10 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
 )
 from durable_workflow.executor import control, intake, updates
+from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES, Task, TaskType, WorkflowRun
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -343,6 +343,8 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
         extra={
             "instance_id": target.instance_id,
             "run_id": str(target.run_id) if target.run_id else None,
+            "dw_instance_id": target.instance_id,
+            "dw_run_id": str(target.run_id) if target.run_id else None,
             "operator": request.user.get_username(),
             "operation": kind,
             "outcome": outcome.outcome,

@@ -8,7 +8,6 @@ by default; 0: never), a warning is logged (:func:`warn_if_near`).
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import NoReturn
 
 from durable_workflow.engine import failures
@@ -17,8 +16,9 @@ from durable_workflow.engine.operations import OperationTable
 from durable_workflow.engine.outbox import Outbox
 from durable_workflow.engine.scheduler import Abort
 from durable_workflow.exceptions import StructuralLimitExceeded
+from durable_workflow.logs import get_logger
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Structural limits log a warning from this percentage of their ceiling on, unless
 #: the executor configures another (``warning_threshold_percent``; 0 turns warnings off).

@@ -19,6 +19,7 @@ FIFO queue of those ready to go on, and what each blocked greenlet waits on
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections import deque
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -107,6 +108,9 @@ class Scheduler:
     def spawn(self, fn: Callable[..., Any], *args: Any) -> BodyGreenlet:
         gr = BodyGreenlet(fn, parent=self.hub)
         gr.dw_runtime = self._owner
+        # Workflow code sees the context variables of the task that started it (the
+        # run's log fields, ``durable_workflow.logs``); a new greenlet's are empty.
+        gr.gr_context = contextvars.copy_context()
         self._greenlets.append(gr)
         self._ready.append((gr, args, None))
         return gr
@@ -153,6 +157,7 @@ class Scheduler:
 
         gr = BodyGreenlet(call, parent=greenlet.getcurrent())
         gr.dw_runtime = self._owner
+        gr.gr_context = contextvars.copy_context()
         self.restricted.add(gr)
         try:
             gr.switch()

@@ -10,6 +10,7 @@ import datetime as dt
 import uuid
 from typing import Any, Protocol
 
+from durable_workflow import logs
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import matches
@@ -19,6 +20,8 @@ from durable_workflow.executor.common import wake_workflow
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
 from durable_workflow.store import activities, tasks
 from durable_workflow.store.records import ActivityRecord
+
+logger = logs.get_logger("durable_workflow")
 
 
 class FailedAttempt(Protocol):
@@ -76,6 +79,7 @@ def retry_or_fail(
             compatibility=run.compatibility,
         )
         dispatch.enqueue(retry)
+        _log(run, lease, info, f"retry in {delay} s")
         event = {
             **base,
             "retry_task_id": str(retry.id),
@@ -84,6 +88,7 @@ def retry_or_fail(
             "message": info.message,
         }
         return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
+    _log(run, lease, info, "non-retryable" if final else "no attempts left")
     return "failed", [
         record_final_failure(
             run,
@@ -95,6 +100,21 @@ def retry_or_fail(
             now=now,
         )
     ]
+
+
+def _log(run: Any, lease: FailedAttempt, info: FailureInfo, then: str) -> None:
+    execution = lease.execution
+    with logs.scope(run, activity_id=execution.id, attempt=lease.attempt_number):
+        logger.info(
+            "workflow %s: activity %s (%s) attempt %s failed, %s: %s: %s",
+            run.label(),
+            execution.activity_type,
+            execution.id,
+            lease.attempt_number,
+            then,
+            info.exception_type,
+            info.message,
+        )
 
 
 def record_final_failure(

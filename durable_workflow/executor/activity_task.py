@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 import time
 import uuid
 from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, registry
+from durable_workflow import clock, logs, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
@@ -45,6 +44,7 @@ from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.info import ActivityInfo, frozen_mapping
+from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -59,7 +59,7 @@ from durable_workflow.store.records import ActivityRecord
 #: What ``invoke_activity`` returns for an attempt that completes later, by its token.
 COMPLETES_LATER = object()
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 def run_activity_task(task_id: Any) -> str:
@@ -74,8 +74,19 @@ def run_activity_task(task_id: Any) -> str:
 def run_claimed(lease: Lease) -> str:
     """Run a claimed attempt's user code and settle it; if that fails (its connection
     was killed, say), the task is handed back at once for another attempt."""
-    with handback.on_failure([held(lease)]):
+    with logs.scope(**lease_fields(lease)), handback.on_failure([held(lease)]):
         return _run_claimed(lease)
+
+
+def lease_fields(lease: Lease) -> dict[str, Any]:
+    """What an attempt's log lines carry (``durable_workflow.logs``)."""
+    return {
+        "workflow_type": lease.workflow_type,
+        "instance_id": lease.instance_id,
+        "run_id": lease.run_id,
+        "activity_id": lease.execution.id,
+        "attempt": lease.attempt_number,
+    }
 
 
 def held(lease: Lease) -> handback.Held:
@@ -114,14 +125,15 @@ def _run_claimed_together(leases: list[Lease]) -> list[str]:
     results, outcomes = [], []
     started = time.monotonic()
     for lease in leases:
-        with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
-            ok, value = _invoke(lease)
-        if value is COMPLETES_LATER:
-            outcomes.append(async_completion.hand_over(lease))
-        elif ok:
-            results.append((lease, value))
-        else:
-            outcomes.append(_settle(lease, ok, value))
+        with logs.scope(**lease_fields(lease)):
+            with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
+                ok, value = _invoke(lease)
+            if value is COMPLETES_LATER:
+                outcomes.append(async_completion.hand_over(lease))
+            elif ok:
+                results.append((lease, value))
+            else:
+                outcomes.append(_settle(lease, ok, value))
     quick = (time.monotonic() - started) / len(leases) < fan_out.QUICK_SECONDS
     return outcomes + (_settle_results(results, quick=quick) if results else [])
 

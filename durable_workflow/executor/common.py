@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import logging
 import os
 import socket
 import time
@@ -19,11 +18,12 @@ from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.engine.runtime import current_runtime
 from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
 from durable_workflow.executor import dispatch
+from durable_workflow.logs import get_logger
 from durable_workflow.models import RunStatus, TaskType
 from durable_workflow.store import prepared, tasks
 from durable_workflow.store.records import RunRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 P = ParamSpec("P")
 R = TypeVar("R")

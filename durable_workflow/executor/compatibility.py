@@ -17,17 +17,16 @@ appears, so no message bounces between incompatible workers for ever.
 
 from __future__ import annotations
 
-import logging
-
 from durable_workflow import clock
 from durable_workflow.compatibility import local_markers, mismatch_reason, supports
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch
+from durable_workflow.logs import get_logger
 from durable_workflow.store import compatibility as compat_store
 from durable_workflow.store import database
 from durable_workflow.store.records import TaskRecord, WorkerMarkers
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 def accepts(task: TaskRecord) -> bool:

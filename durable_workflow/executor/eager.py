@@ -26,17 +26,17 @@ leave it to expire.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
 from durable_workflow import registry
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch, hooks
+from durable_workflow.logs import get_logger
 from durable_workflow.store import database
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 WORKFLOW = "workflow"
 ACTIVITY = "activity"

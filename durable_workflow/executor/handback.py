@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import uuid
 from collections.abc import Iterator, Sequence
 
 from durable_workflow import clock
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.executor import dispatch
+from durable_workflow.logs import get_logger
 from durable_workflow.models import TaskStatus, WorkflowRun
 from durable_workflow.store import connections, runs, sql, tasks
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
 
 from durable_workflow import clock
 from durable_workflow.executor.handback import Held
+from durable_workflow.logs import get_logger
 from durable_workflow.store import connections, tasks
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 class _Keeper:

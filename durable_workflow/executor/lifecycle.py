@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import HistoryEvent
+from durable_workflow.logs import get_logger
 from durable_workflow.signals import (
     SIGNAL_OF_EVENT,
     SIGNAL_OF_FACT,
@@ -20,7 +20,7 @@ from durable_workflow.signals import (
 from durable_workflow.store import commands, database, history
 from durable_workflow.store.records import RunRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 def append(

@@ -12,9 +12,9 @@ signal say why, and ``repair`` (after a deploy) gives it a new workflow task.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from typing import Any
 
+from durable_workflow import logs
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.failures import BodyFailed, describe
 from durable_workflow.exceptions import (
@@ -25,12 +25,13 @@ from durable_workflow.exceptions import (
     WorkflowOrmAccessError,
 )
 from durable_workflow.executor import lifecycle
+from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.signals import WORKFLOW_TASK_FAILED
 from durable_workflow.store import tasks
 from durable_workflow.store.records import RunRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Why a task failed, by the error that failed it (in the failure row's details and on
 #: the lifecycle signal).
@@ -80,6 +81,7 @@ def park(
         WORKFLOW_TASK_FAILED,
         {"exception_class": info.exception_class, "message": info.message, "reason": reason},
     )
-    logger.error(
-        "workflow %s: workflow task %s failed (%s): %s", run.label(), task_id, reason, error
-    )
+    with logs.scope(run):
+        logger.error(
+            "workflow %s: workflow task %s failed (%s): %s", run.label(), task_id, reason, error
+        )

@@ -25,25 +25,25 @@ outage must not park healthy runs. An interrupt (``KeyboardInterrupt``,
 from __future__ import annotations
 
 import dataclasses
-import logging
 import uuid
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
-from durable_workflow import clock
+from durable_workflow import clock, logs
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkflowTaskAttemptsExceeded
 from durable_workflow.executor import parking
 from durable_workflow.executor.common import retry_transaction, worker_id
+from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus, WorkflowRun
 from durable_workflow.store import runs, sql, task_attempts, tasks
 from durable_workflow.store.records import TaskRecord
 from durable_workflow.text import storable
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Errors of the connection, not of the task: never counted.
 TRANSIENT = (OperationalError, InterfaceError)
@@ -88,6 +88,7 @@ def mark(attempt: Attempt) -> bool:
     with sql.atomic(WorkflowRun):
         task = tasks.get(attempt.task_id)
         run = runs.lock_run(task.run_id) if task is not None else None
+        logs.bind(run)
         task = tasks.get(attempt.task_id)  # as it is under the run lock
         if run is None or task is None or task.status != TaskStatus.READY:
             return False  # someone else has it, or it is settled: the attempt finds out
@@ -125,6 +126,7 @@ def _failed(attempt: Attempt, exc: Exception) -> bool:
     with sql.atomic(WorkflowRun):
         task = tasks.get(attempt.task_id)
         run = runs.lock_run(task.run_id) if task is not None else None
+        logs.bind(run)
         task = tasks.get(attempt.task_id)
         mine = task is not None and task.lease_owner == worker_id()  # paused, claim committed
         if run is None or task is None or not (task.status == TaskStatus.READY or mine):

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 from typing import Any
 
-from durable_workflow import clock
+from durable_workflow import clock, logs
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
+from durable_workflow.logs import get_logger
 from durable_workflow.models import AttemptStatus, TaskStatus, TaskType
 from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,8 @@ def _resend(due: list[TaskRecord]) -> list[Any]:
             tasks.mark_dispatched(sent, now=clock.now())
             raise
         except Exception:
-            logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
+            with logs.scope(run_id=task.run_id, activity_id=task.activity_execution_id):
+                logger.exception("repair could not re-send %s task %s", task.task_type, task.id)
         else:
             sent.append(task.id)
     return sent
@@ -112,10 +113,17 @@ def _resend(due: list[TaskRecord]) -> list[Any]:
 
 @retry_transaction
 def _reclaim(task: TaskRecord, now: dt.datetime) -> int:
-    with database.atomic():
+    with logs.scope(run_id=task.run_id, activity_id=task.activity_execution_id), database.atomic():
         run = runs.lock_run(task.run_id)
+        logs.bind(run)
         if run is None or not reclaim_locked(run, task, now=now):
             return 0
+        logger.info(
+            "workflow %s: took back the expired lease of %s task %s",
+            run.label(),
+            task.task_type,
+            task.id,
+        )
         fresh = tasks.get(task.id)
         if fresh is not None and fresh.status == TaskStatus.READY:
             dispatch.enqueue(fresh)

@@ -24,16 +24,16 @@ step reacquires it on a capable worker (unless the session forbids that).
 from __future__ import annotations
 
 import datetime as dt
-import logging
 
 from durable_workflow import clock
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.session_documents import namespace
+from durable_workflow.logs import get_logger
 from durable_workflow.store import database
 from durable_workflow.store import sessions as store
 from durable_workflow.store.records import RunRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 def release_for_closed_run(run: RunRecord, *, now: dt.datetime) -> list[str]:

@@ -16,19 +16,19 @@ workflow hears about it.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from typing import Any
 
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
 from durable_workflow.executor import dispatch, lifecycle, sessions
+from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.store import runs, tasks
 from durable_workflow.store import sessions as session_store
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Doublings after which the pause stops growing (it is capped well before).
 _MAX_DOUBLINGS = 30

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 from typing import Any
 
 from durable_workflow.engine.commands import FailureInfo
@@ -18,6 +17,7 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import abandon_updates, finish
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -28,7 +28,7 @@ from durable_workflow.models import (
 from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 Event = tuple[str, dict[str, Any]]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from durable_workflow import clock
+from durable_workflow import clock, logs
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import compatibility, dispatch, lifecycle
@@ -13,10 +13,15 @@ from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStat
 from durable_workflow.store import activities, database, runs, tasks
 
 
-@retry_transaction
 def run_timer_task(task_id: Any) -> str:
     """Returns ``fired``, ``early`` (message arrived before fire_at), ``incompatible``
     (this worker does not support the run's compatibility marker) or ``skipped``."""
+    with logs.scope():
+        return _fire(task_id)
+
+
+@retry_transaction
+def _fire(task_id: Any) -> str:
     now = clock.now()
     with database.atomic():
         task = tasks.get(task_id)
@@ -28,6 +33,7 @@ def run_timer_task(task_id: Any) -> str:
         if compatibility.refuse(task):
             return "incompatible"
         run = runs.lock_run(task.run_id)
+        logs.bind(run)
         claimed = tasks.claim(task, owner=worker_id(), now=now, lease_seconds=60)
         if run is None or claimed is None:
             return "skipped"

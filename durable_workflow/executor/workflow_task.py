@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock
+from durable_workflow import clock, logs
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
@@ -56,6 +55,7 @@ from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
+from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     FailureCategory,
@@ -66,7 +66,7 @@ from durable_workflow.models import (
 from durable_workflow.store import database, history, runs, sql, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Errors that mean "this code cannot make progress on this history" (``BodyFailed``: the
 #: body raised what its workflow does not declare as a failure of the run).
@@ -109,6 +109,12 @@ def run_once(task_id: Any, *, redelivered: bool = False) -> str:
     parked once it used up ``WORKFLOW_TASK_MAX_ATTEMPTS`` (``failed``); an interrupt is
     not counted, and goes on up."""
     attempt = poison.Attempt(task_id, redelivered=redelivered)
+    with logs.scope():  # the run is bound once read (``_start_once``)
+        return _run_once(attempt)
+
+
+def _run_once(attempt: poison.Attempt) -> str:
+    task_id = attempt.task_id
     try:
         outcome = _start(task_id, attempt)
         if isinstance(outcome, _Pending):
@@ -131,11 +137,21 @@ def finish_pending(outcome: str | _Pending) -> str:
         assert task.lease_id is not None
         holds = [handback.Held(task.id, task.lease_id, task.lease_generation)]
         seconds = get_settings().WORKFLOW_TASK_LEASE_SECONDS
-        with handback.on_failure(holds):
+        with handback.on_failure(holds), logs.scope(**_local_fields(outcome.lease)):
             with keeper.keeping(holds, lease_seconds=seconds):
-                ok, value = local_activities.run_attempt(outcome.lease)  # no transaction open
+                ok, value = local_activities.run_attempt(outcome.lease)  # no transaction
             outcome = _resume(outcome, ok, value)
     return outcome
+
+
+def _local_fields(lease: local_activities.LocalLease) -> dict[str, Any]:
+    return {
+        "workflow_type": lease.workflow_type,
+        "instance_id": lease.instance_id,
+        "run_id": lease.run_id,
+        "activity_id": lease.execution.id,
+        "attempt": lease.attempt_number,
+    }
 
 
 def _start(task_id: Any, attempt: poison.Attempt | None = None) -> str | _Pending:
@@ -179,6 +195,7 @@ def _start_once(attempt: poison.Attempt) -> str | _Pending:
         )
         if task is None or task.status != TaskStatus.READY or run is None:
             return "skipped"
+        logs.bind(run)
         if task.available_at > now:
             # Written by a process whose clock is ahead of this one's: the claim would be
             # refused, so ask again when the task is due here (as timer tasks do).

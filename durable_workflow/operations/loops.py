@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 from durable_workflow.conf import get_settings
+from durable_workflow.logs import get_logger
 from durable_workflow.store import connections, dbclock
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 @dataclasses.dataclass

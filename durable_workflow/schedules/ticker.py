@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,16 +21,17 @@ from typing import Any
 
 from django.core.cache import caches
 
-from durable_workflow import clock
+from durable_workflow import clock, logs
 from durable_workflow.conf import get_settings
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.logs import get_logger
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, store
 from durable_workflow.schedules.firing import FireResult
 from durable_workflow.schedules.policies import Outcome, ScheduleStatus
 from durable_workflow.store import database
 
-logger = logging.getLogger("durable_workflow.schedules")
+logger = get_logger("durable_workflow.schedules")
 
 LOCK_KEY = "durable_workflow:schedule_tick"
 
@@ -144,9 +144,11 @@ def tick(*, limit: int | None = None) -> TickReport:
         results: list[dict[str, Any]] = []
         for ulid in ordered:
             try:
-                results += [row.as_dict() for row in _tick_schedule(ulid)]
+                with logs.scope():  # the schedule's workflow type, once read
+                    results += [row.as_dict() for row in _tick_schedule(ulid)]
             except Exception as exc:
-                logger.exception("schedule %s failed to tick", ulid)
+                with logs.scope(workflow_type=_workflow_type(ulid)):
+                    logger.exception("schedule %s failed to tick", ulid)
                 record = store.get(ulid)
                 results.append(
                     FireResult(
@@ -160,11 +162,20 @@ def tick(*, limit: int | None = None) -> TickReport:
 
 
 @retry_transaction
+def _workflow_type(ulid: uuid.UUID) -> str | None:
+    try:
+        record = store.get(ulid)
+    except Exception:  # the database may be what failed
+        return None
+    return record.workflow_type if record else None
+
+
 def _tick_schedule(ulid: uuid.UUID) -> list[FireResult]:
     with database.atomic():
         schedule = store.lock(ulid, skip_locked=True)
         if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
             return []  # another ticker has it, or it changed since we listed it
+        logs.bind(workflow_type=schedule.workflow_type)
         now = clock.now()
         results = []
         drained = firing.drain(schedule, now=now)

@@ -11,12 +11,13 @@ is (its age is ``CONN_MAX_AGE``'s business, at the points Django checks it).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.db import DatabaseError, connections
 
-logger = logging.getLogger("durable_workflow")
+from durable_workflow.logs import get_logger
+
+logger = get_logger("durable_workflow")
 
 
 def discard_broken() -> bool:

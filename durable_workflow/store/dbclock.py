@@ -11,15 +11,15 @@ counts with the monotonic clock, so a step of the machine's clock changes nothin
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import time
 
 from django.db import DatabaseError, connections, router
 
 from durable_workflow import clock
+from durable_workflow.logs import get_logger
 from durable_workflow.models import WorkflowRun
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Loops re-anchor at most this often (workers do it with each heartbeat).
 REANCHOR_SECONDS = 10.0

@@ -35,15 +35,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import logging
 import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from durable_workflow.conf import get_settings
+from durable_workflow.logs import get_logger
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: Statements with more values than this go as text (large inserts are one-offs).
 MAX_PARAMS = 100

@@ -15,7 +15,6 @@ pending row until the test moves the clock and drains again.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import uuid
@@ -27,13 +26,14 @@ from django.db import connections
 from durable_workflow import ids, registry
 from durable_workflow.exceptions import DurableWorkflowError, UnknownTypeError
 from durable_workflow.executor import dispatch, hooks
+from durable_workflow.logs import get_logger
 from durable_workflow.transport.inline import InlineBackend
 
 if TYPE_CHECKING:
     from durable_workflow.authoring.activity import ActivityContext
     from durable_workflow.store.records import TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 _active: WorkflowFake | None = None
 _local = threading.local()  # per thread: a drain is running (no nesting)

@@ -7,7 +7,6 @@ The task names below are persisted in brokers' queues: never rename them.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -22,11 +21,12 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import BrokerUnavailable, ConfigurationError
+from durable_workflow.logs import get_logger
 from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
 from durable_workflow.transport import eager
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 WORKFLOW_TASK = "durable_workflow.workflow_task"
 ACTIVITY_TASK = "durable_workflow.activity_task"

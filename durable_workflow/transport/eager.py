@@ -18,12 +18,12 @@ workflow, the stack stays flat.
 from __future__ import annotations
 
 import collections
-import logging
 import threading
 
+from durable_workflow.logs import get_logger
 from durable_workflow.store.records import TaskRecord
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 #: What ``task_always_eager`` makes the engine do, in the check's and the doctor's words.
 EAGER_BEHAVIOUR = (

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 import re
 import socket
@@ -26,9 +25,10 @@ from durable_workflow import clock
 from durable_workflow.compatibility import local_markers
 from durable_workflow.conf import get_settings
 from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.logs import get_logger
 from durable_workflow.store.connections import close_thread_connections
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 _state: dict[str, Any] = {"worker_id": None, "queues": [], "stop": None}
 

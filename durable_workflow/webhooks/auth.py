@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import logging
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.module_loading import import_string
 
+from durable_workflow.logs import get_logger
 from durable_workflow.webhooks import signing
 from durable_workflow.webhooks.conf import WebhookSettings, unauthenticated_allowed
 
-logger = logging.getLogger("durable_workflow.webhooks")
+logger = get_logger("durable_workflow.webhooks")
 
 
 class AuthenticationFailed(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -66,6 +67,7 @@ class Flaky(Activity):
 
     def handle(self, succeed_on: int) -> str:
         calls = record(self, "flaky")
+        logging.getLogger("tests.activities").info("flaky call %s", calls)
         if calls < succeed_on:
             raise PaymentDeclined(f"attempt {calls} declined")
         return f"ok after {calls}"
@@ -132,6 +134,7 @@ class Retrying(Workflow):
     type_key = "tests.retrying"
 
     def handle(self, succeed_on: int, max_attempts: int | None = None) -> str:
+        logging.getLogger("tests.workflows").info("retrying until call %s", succeed_on)
         if max_attempts is not None:
             return dw.activity(Flaky, ActivityOptions(max_attempts=max_attempts), succeed_on)
         return dw.activity(Flaky, succeed_on)

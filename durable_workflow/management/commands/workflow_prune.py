@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import logging
 import pathlib
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.operations.prune import PruneReport, parse_age, prune
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 _BAR = 30
 
 

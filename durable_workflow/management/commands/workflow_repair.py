@@ -7,7 +7,6 @@ same command as ``WorkflowStub.repair()`` (recorded with ``source="cli"``).
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import uuid
 from typing import Any
@@ -17,10 +16,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair_pass
 from durable_workflow.executor.control import request_repair
+from durable_workflow.logs import get_logger
 from durable_workflow.models import WorkflowInstance, WorkflowRun
 from durable_workflow.operations import loops
 
-logger = logging.getLogger("durable_workflow")
+logger = get_logger("durable_workflow")
 
 
 class Command(BaseCommand):
@@ -97,7 +97,12 @@ class Command(BaseCommand):
                 "workflow_repair %s: %s",
                 result["instance_id"],
                 result["outcome"],
-                extra={"instance_id": result["instance_id"], "run_id": result.get("run_id")},
+                extra={
+                    "instance_id": result["instance_id"],
+                    "run_id": result.get("run_id"),
+                    "dw_instance_id": result["instance_id"],
+                    "dw_run_id": result.get("run_id"),
+                },
             )
             if options["json"]:
                 self.stdout.write(json.dumps(result))

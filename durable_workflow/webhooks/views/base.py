@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from typing import Any
 
 from django.db import connections, transaction
@@ -31,6 +30,7 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
 )
 from durable_workflow.ids import validate_instance_id
+from durable_workflow.logs import get_logger
 from durable_workflow.store import runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
 from durable_workflow.text import problem
@@ -44,7 +44,7 @@ from durable_workflow.webhooks.validation import (
     read_body,
 )
 
-logger = logging.getLogger("durable_workflow.webhooks")
+logger = get_logger("durable_workflow.webhooks")
 
 _CORRELATION_HEADERS = ("X-Request-Id", "X-Correlation-Id")
 

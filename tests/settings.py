@@ -127,3 +127,24 @@ TEMPLATES = [
     }
 ]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if os.environ.get("DW_TEST_JSON_LOGS") == "1":
+    # A worker started by an acceptance test writes the engine's lines (and the test
+    # app's own) as JSON, with the workflow's fields, as the operations guide shows.
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"workflow": {"()": "durable_workflow.logs.WorkflowContextFilter"}},
+        "formatters": {"json": {"()": "durable_workflow.operations.log_format.JsonFormatter"}},
+        "handlers": {
+            "json": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "filters": ["workflow"],
+            }
+        },
+        "loggers": {
+            name: {"handlers": ["json"], "level": "INFO", "propagate": False}
+            for name in ("durable_workflow", "tests.activities")
+        },
+    }

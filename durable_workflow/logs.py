@@ -43,6 +43,19 @@ class RunLike(Protocol):
     def workflow_type(self) -> str: ...
 
 
+class AttemptLike(Protocol):
+    @property
+    def workflow_type(self) -> str: ...
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def run_id(self) -> Any: ...
+    @property
+    def execution(self) -> Any: ...
+    @property
+    def attempt_number(self) -> int: ...
+
+
 class WorkflowContextFilter(logging.Filter):
     """Adds the current workflow's fields to a record; a field given as ``extra=``
     is kept. Never drops a record."""
@@ -100,6 +113,17 @@ def scope(run: RunLike | None = None, **known: Any) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def attempt_scope(lease: AttemptLike) -> contextlib.AbstractContextManager[None]:
+    """:func:`scope` of one activity attempt (a queued or a local activity's lease)."""
+    return scope(
+        workflow_type=lease.workflow_type,
+        instance_id=lease.instance_id,
+        run_id=lease.run_id,
+        activity_id=lease.execution.id,
+        attempt=lease.attempt_number,
+    )
 
 
 def bind(run: RunLike | None = None, **known: Any) -> None:

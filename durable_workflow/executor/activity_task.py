@@ -65,8 +65,9 @@ logger = get_logger("durable_workflow")
 def run_activity_task(task_id: Any) -> str:
     """Execute one activity attempt; returns ``completed``, ``retrying``, ``failed``,
     ``stale`` or ``skipped``."""
-    lease = _claim(task_id)
-    outcome = "skipped" if lease is None else run_claimed(lease)
+    with logs.scope():  # the run is bound once read (``_claim``)
+        lease = _claim(task_id)
+        outcome = "skipped" if lease is None else run_claimed(lease)
     eager.drain()
     return outcome
 
@@ -74,19 +75,8 @@ def run_activity_task(task_id: Any) -> str:
 def run_claimed(lease: Lease) -> str:
     """Run a claimed attempt's user code and settle it; if that fails (its connection
     was killed, say), the task is handed back at once for another attempt."""
-    with logs.scope(**lease_fields(lease)), handback.on_failure([held(lease)]):
+    with logs.attempt_scope(lease), handback.on_failure([held(lease)]):
         return _run_claimed(lease)
-
-
-def lease_fields(lease: Lease) -> dict[str, Any]:
-    """What an attempt's log lines carry (``durable_workflow.logs``)."""
-    return {
-        "workflow_type": lease.workflow_type,
-        "instance_id": lease.instance_id,
-        "run_id": lease.run_id,
-        "activity_id": lease.execution.id,
-        "attempt": lease.attempt_number,
-    }
 
 
 def held(lease: Lease) -> handback.Held:
@@ -125,7 +115,7 @@ def _run_claimed_together(leases: list[Lease]) -> list[str]:
     results, outcomes = [], []
     started = time.monotonic()
     for lease in leases:
-        with logs.scope(**lease_fields(lease)):
+        with logs.attempt_scope(lease):
             with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
                 ok, value = _invoke(lease)
             if value is COMPLETES_LATER:
@@ -155,6 +145,7 @@ def _claim(task_id: Any) -> Lease | None:
         # meanwhile also cancels this task, and the claim below only takes a ready task.
         execution = activities.get_execution(task.activity_execution_id)
         run = runs.lock_run(task.run_id)
+        logs.bind(run, activity_id=task.activity_execution_id)
         if (
             run is not None
             and execution is not None

@@ -137,21 +137,11 @@ def finish_pending(outcome: str | _Pending) -> str:
         assert task.lease_id is not None
         holds = [handback.Held(task.id, task.lease_id, task.lease_generation)]
         seconds = get_settings().WORKFLOW_TASK_LEASE_SECONDS
-        with handback.on_failure(holds), logs.scope(**_local_fields(outcome.lease)):
+        with handback.on_failure(holds), logs.attempt_scope(outcome.lease):
             with keeper.keeping(holds, lease_seconds=seconds):
                 ok, value = local_activities.run_attempt(outcome.lease)  # no transaction
             outcome = _resume(outcome, ok, value)
     return outcome
-
-
-def _local_fields(lease: local_activities.LocalLease) -> dict[str, Any]:
-    return {
-        "workflow_type": lease.workflow_type,
-        "instance_id": lease.instance_id,
-        "run_id": lease.run_id,
-        "activity_id": lease.execution.id,
-        "attempt": lease.attempt_number,
-    }
 
 
 def _start(task_id: Any, attempt: poison.Attempt | None = None) -> str | _Pending:

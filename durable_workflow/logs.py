@@ -115,6 +115,17 @@ def scope(run: RunLike | None = None, **known: Any) -> Iterator[None]:
         _current.reset(token)
 
 
+@contextlib.contextmanager
+def run_scope(run: RunLike) -> Iterator[None]:
+    """A scope of ``run`` alone: no activity or attempt of an enclosing scope (a
+    workflow task run in place of the activity attempt that woke it)."""
+    token = _current.set(_named(run))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def attempt_scope(lease: AttemptLike) -> contextlib.AbstractContextManager[None]:
     """:func:`scope` of one activity attempt (a queued or a local activity's lease)."""
     return scope(

@@ -292,7 +292,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
     runtime = None
     try:
-        with database.atomic():
+        with logs.run_scope(run), database.atomic():
             row = workflow_task_row(run, now=now)
             mode, _ = affinity.decide(tasks.record_of(row), now=now)
             tasks.lease_new(

@@ -157,3 +157,23 @@ def test_an_extra_field_given_by_the_caller_wins():
     assert len([f for f in logger.filters if isinstance(f, logs.WorkflowContextFilter)]) == 1
     assert logs.get_logger("durable_workflow.tests") is logger
     assert len(logger.filters) == 1
+
+
+def test_a_run_scope_drops_the_attempt_of_the_enclosing_scope():
+    class Run:
+        id = "r2"
+        instance_id = "i2"
+        workflow_type = "t2"
+
+    with logs.scope(instance_id="i2", run_id="r2", activity_id="a", attempt=3):
+        with logs.run_scope(Run()):
+            inner = logs.current()
+        outer = logs.current()
+    assert inner == {
+        "dw_workflow_type": "t2",
+        "dw_instance_id": "i2",
+        "dw_run_id": "r2",
+        "dw_activity_id": None,
+        "dw_attempt": None,
+    }
+    assert outer["dw_attempt"] == 3

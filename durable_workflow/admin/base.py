@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin
 from django.core.paginator import Paginator
@@ -32,13 +32,23 @@ OPERATE_PERMISSION = "durable_workflow.change_workflowrun"
 TERMINATE_PERMISSION = "durable_workflow.delete_workflowrun"
 COUNT_CAP = 10_000
 
+# Django's admin and paginator classes are generic to the type checker only.
+if TYPE_CHECKING:
+    _Paginator = Paginator[Any]
+    _ModelAdmin = admin.ModelAdmin[Any]  # one base for every engine table
+else:
+    _Paginator = Paginator
+    _ModelAdmin = admin.ModelAdmin
 
-class CappedCountPaginator(Paginator):
+
+class CappedCountPaginator(_Paginator):
     """Counts at most ``COUNT_CAP + 1`` rows: a list over a million rows stays fast."""
 
     @cached_property
-    def count(self) -> int:  # type: ignore[override]
-        return int(self.object_list[: COUNT_CAP + 1].count())
+    def count(self) -> int:
+        # The admin's changelists hand their paginator a queryset.
+        rows = cast("QuerySet[Any]", self.object_list)
+        return int(rows[: COUNT_CAP + 1].count())
 
 
 def rendered_for(
@@ -60,7 +70,7 @@ def can_terminate(request: HttpRequest) -> bool:
     return bool(request.user.has_perm(TERMINATE_PERMISSION))
 
 
-class EngineAdmin(admin.ModelAdmin):
+class EngineAdmin(_ModelAdmin):
     """A read-only view of one engine table."""
 
     paginator = CappedCountPaginator

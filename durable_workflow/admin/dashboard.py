@@ -99,7 +99,8 @@ def bar_chart(buckets: list[Bucket], *, label: str) -> SafeString:
     peak = max([b.completed + b.failed for b in buckets] + [1])
     parts = []
     for i, bucket in enumerate(buckets):
-        x, base = i * bar + gap / 2, height
+        x = i * bar + gap / 2
+        base: float = height
         for status, value, css in (
             (RunStatus.COMPLETED, bucket.completed, "dw-bar-completed"),
             (RunStatus.FAILED, bucket.failed, "dw-bar-failed"),

@@ -20,8 +20,9 @@ class _StaticFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         values = set(self.choices_from_code())
-        if self.value():
-            values.add(self.value())  # keep a typed-in value selectable
+        typed_in = self.value()
+        if typed_in:
+            values.add(typed_in)  # keep a typed-in value selectable
         return [(value, value) for value in sorted(values)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:

@@ -227,7 +227,11 @@ def _repair(target: Target, reason: str, *, retry: bool) -> Outcome:
     if target.run_id is not None and target.run_id != current:
         return Outcome(target, False, "rejected_not_current", "selected_run_not_current")
     if retry:
-        status = WorkflowRun.objects.filter(id=current).values_list("status", flat=True).first()
+        status = (
+            None
+            if current is None
+            else WorkflowRun.objects.filter(id=current).values_list("status", flat=True).first()
+        )
         if current is None or status in TERMINAL_RUN_STATUSES:
             return Outcome(target, False, "rejected_not_active", "run_not_active")
         if not _has_failed_workflow_task(current):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.utils.html import format_html
@@ -30,6 +30,11 @@ from durable_workflow.models import (
     WorkflowSignal,
     WorkflowUpdate,
 )
+
+if TYPE_CHECKING:  # generic to the type checker only
+    _AttemptInline = admin.TabularInline[ActivityAttempt, ActivityExecution]
+else:
+    _AttemptInline = admin.TabularInline
 
 
 class RunColumnMixin:
@@ -97,7 +102,7 @@ class TaskAdmin(IdSearchMixin, RunColumnMixin, EngineAdmin):
         return pre(task.payload)
 
 
-class ActivityAttemptInline(admin.TabularInline):
+class ActivityAttemptInline(_AttemptInline):
     model = ActivityAttempt
     extra = 0
     can_delete = False

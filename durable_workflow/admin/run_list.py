@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
@@ -24,6 +25,10 @@ from durable_workflow.operations.attention import KINDS, runs_needing
 
 #: The longest label key or value a search may name.
 MAX_LABEL_TEXT = 255
+
+# The type django-stubs gives ModelAdmin.list_display, so the mixin combines with it.
+_Column = str | Callable[[Any], str | bool]
+_ColumnList = list[_Column] | tuple[_Column, ...]
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
@@ -52,7 +57,7 @@ class TriageChangeList(ChangeList):
         page = list(self.result_list)
         found = triage(page)
         for run in page:
-            run.dw_triage = found.get(run.pk, Triage())  # type: ignore[attr-defined]
+            run.dw_triage = found.get(run.pk, Triage())
 
 
 def _triage_of(run: WorkflowRun) -> Triage:
@@ -94,7 +99,7 @@ def label_search(term: str) -> tuple[str, str] | None:
 class RunListMixin:
     """Columns and search of the runs list (``WorkflowRunAdmin``)."""
 
-    list_display = (
+    list_display: _ColumnList = (
         "run_column",
         "workflow_type",
         "state_column",

@@ -233,6 +233,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
             raise Http404("no such run") from None
         if not self.has_view_permission(request, run):
             raise PermissionDenied
+        last_moment = run.closed_at or run.last_progress_at
         page = timeline.build_page(
             run,
             after=_int(request.GET.get("after")),
@@ -259,8 +260,8 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
                 ).order_by("created_at")[:20]
             ),
             "duration": duration(
-                ((run.closed_at or run.last_progress_at) - run.started_at).total_seconds()
-                if run.started_at and (run.closed_at or run.last_progress_at)
+                (last_moment - run.started_at).total_seconds()
+                if run.started_at and last_moment
                 else None
             ),
             "arguments": pre(run.arguments),

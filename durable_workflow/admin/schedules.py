@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -26,6 +26,9 @@ from durable_workflow.models import ScheduleFire, ScheduleHistoryEvent, Workflow
 
 CHANGE_SCHEDULE = "durable_workflow.change_workflowschedule"
 DELETE_SCHEDULE = "durable_workflow.delete_workflowschedule"
+
+if TYPE_CHECKING:
+    from durable_workflow.schedules import CommandContext
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +66,16 @@ class BackfillForm(ReasonForm):
         return data
 
 
-def _backfill(schedule: WorkflowSchedule, data: dict[str, Any], ref: dict[str, Any]) -> str:
+def _backfill(schedule: WorkflowSchedule, data: dict[str, Any], context: CommandContext) -> str:
     from durable_workflow.schedules import ScheduleManager
 
-    rows = ScheduleManager.backfill(schedule.schedule_id, data["start"], data["end"], **ref)
+    rows = ScheduleManager.backfill(
+        schedule.schedule_id,
+        data["start"],
+        data["end"],
+        namespace=schedule.namespace,
+        context=context,
+    )
     counts = Counter(str(row["outcome"]) for row in rows)
     summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
     return f"backfilled {len(rows)} occurrence(s)" + (f": {summary}" if summary else "")
@@ -79,19 +88,25 @@ def _apply(
 
     reason = data["reason"]
     context = CommandContext(principal=request.user.get_username(), source="admin", reason=reason)
-    ref = {"namespace": schedule.namespace, "context": context}
+    namespace = schedule.namespace
     try:
         if kind == "pause":
-            ScheduleManager.pause(schedule.schedule_id, reason=reason, **ref)
+            ScheduleManager.pause(
+                schedule.schedule_id, reason=reason, namespace=namespace, context=context
+            )
         elif kind == "resume":
-            ScheduleManager.resume(schedule.schedule_id, **ref)
+            ScheduleManager.resume(schedule.schedule_id, namespace=namespace, context=context)
         elif kind == "trigger":
-            started = ScheduleManager.trigger(schedule.schedule_id, **ref)
+            started = ScheduleManager.trigger(
+                schedule.schedule_id, namespace=namespace, context=context
+            )
             return f"started {started}" if started else "skipped or buffered"
         elif kind == "delete":
-            ScheduleManager.delete(schedule.schedule_id, reason=reason, **ref)
+            ScheduleManager.delete(
+                schedule.schedule_id, reason=reason, namespace=namespace, context=context
+            )
         elif kind == "backfill":
-            return _backfill(schedule, data, ref)
+            return _backfill(schedule, data, context)
     except ScheduleError as exc:
         return f"refused: {exc}"
     return "done"

@@ -53,13 +53,17 @@ def static_tasks() -> tuple[set[str], bool]:
     return names, in_database
 
 
+_PERIODIC_TASK = ("django_celery_beat", "PeriodicTask")
+
+
 def database_tasks() -> set[str]:
     """Enabled periodic tasks of django-celery-beat (none when it is not installed)."""
     from django.apps import apps
 
     if not apps.is_installed("django_celery_beat"):
         return set()
-    model = apps.get_model("django_celery_beat", "PeriodicTask")
+    # An optional app's model, unknown to the type checker.
+    model: Any = apps.get_model(*_PERIODIC_TASK)
     return {str(name) for name in model.objects.filter(enabled=True).values_list("task", flat=True)}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import Count, Max, Q
@@ -52,7 +53,7 @@ def _runs() -> dict[str, Any]:
     }
 
 
-def _task_scope(row: dict[str, Any]) -> tuple[str | None, str]:
+def _task_scope(row: Mapping[str, Any]) -> tuple[str | None, str]:
     try:
         return row["connection"], effective_queue(row["queue"], row["connection"], row["task_type"])
     except Exception:  # an unloadable connection still deserves a row
@@ -268,7 +269,7 @@ def workers(now: dt.datetime) -> dict[str, Any]:
     """Registered worker processes: live ones, stale ones, and who serves which queue."""
     stale_after = get_settings().WORKER_STALE_AFTER_SECONDS
     cutoff = now - dt.timedelta(seconds=stale_after)
-    fleet = [
+    fleet: list[dict[str, Any]] = [
         {
             "worker_id": row["worker_id"],
             "hostname": row["hostname"],

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet, Subquery
 
@@ -17,6 +18,14 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    class _LastTask(TypedDict):
+        last_workflow_task: str | None
+
+    RunWithLastTask = WithAnnotations[WorkflowRun, _LastTask]
+
 OPEN_TASK = (TaskStatus.READY, TaskStatus.LEASED)
 
 
@@ -24,7 +33,7 @@ def open_runs() -> QuerySet[WorkflowRun]:
     return WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
 
 
-def _with_last_workflow_task() -> QuerySet[WorkflowRun]:
+def _with_last_workflow_task() -> QuerySet[RunWithLastTask]:
     # Ties on created_at (one clock reading, or a frozen clock) go to the later id
     # (time-ordered UUIDs), as in describe(): the later task is the one that counts.
     latest = Task.objects.filter(run=OuterRef("pk"), task_type=TaskType.WORKFLOW).order_by(
@@ -77,7 +86,7 @@ def iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def queue_rows(now: dt.datetime) -> list[dict[str, Any]]:
+def queue_rows(now: dt.datetime) -> list[Mapping[str, Any]]:
     """Per (connection, queue, task type): ready, delayed, leased, expired, overdue, flow."""
     minute_ago = now - dt.timedelta(minutes=1)
     ready = Q(status=TaskStatus.READY, available_at__lte=now)

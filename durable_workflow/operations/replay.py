@@ -14,7 +14,7 @@ import json
 import os
 import pathlib
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.exceptions import NonDeterminismError, UnknownTypeError
@@ -74,6 +74,15 @@ def _refusal(bundle: dict[str, Any], verify: bool, signing_key: str | None) -> s
     return None
 
 
+class _Ident(TypedDict):
+    """Which bundle and run a result is about (read from the bundle as written)."""
+
+    source: str
+    instance_id: str | None
+    run_id: str | None
+    workflow_type: str | None
+
+
 def replay_bundle(
     bundle: dict[str, Any],
     *,
@@ -83,7 +92,7 @@ def replay_bundle(
 ) -> ReplayResult:
     workflow = bundle.get("workflow") or {}
     run = bundle.get("selected_run") or {}
-    ident = {
+    ident: _Ident = {
         "source": source,
         "instance_id": workflow.get("instance_id"),
         "run_id": run.get("run_id"),

@@ -38,7 +38,9 @@ def sticky_execution(now: dt.datetime) -> dict[str, Any]:
         .order_by()
     )
     for row in recent:
-        claims[row["sticky_replay_mode"]] = row["n"]
+        mode = row["sticky_replay_mode"]
+        if mode is not None:  # a claimed task always records its mode (store.tasks)
+            claims[mode] = row["n"]
     total = sum(claims.values())
     misses = claims["cold_replay"] + claims["forced_cold_replay"]
     pressured = _pressured_workers(now)

@@ -164,8 +164,13 @@ def probe_broker(connection: str | None, timeout: float) -> tuple[str, str | Non
     conn = celery_app(connection).connection_for_write(connect_timeout=timeout)
     uri = conn.as_uri()
     try:
+        # kombu-stubs type these as int; kombu sleeps and times out on float seconds.
         conn.ensure_connection(
-            max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2, timeout=timeout
+            max_retries=1,
+            interval_start=0,
+            interval_step=0.2,  # type: ignore[arg-type]
+            interval_max=0.2,  # type: ignore[arg-type]
+            timeout=timeout,  # type: ignore[arg-type]
         )
     except Exception as exc:
         return uri, f"{type(exc).__name__}: {exc}"
@@ -176,7 +181,8 @@ def probe_broker(connection: str | None, timeout: float) -> tuple[str, str | Non
 
 def check_broker(ctx: DoctorContext) -> CheckResult:
     title = "Broker reachable"
-    failures, brokers = [], {}
+    failures: list[str] = []
+    brokers: dict[str, dict[str, Any]] = {}
     for connection in _connections():
         if _eager(connection):
             brokers[_label(connection)] = {"url": None, "reachable": True, "eager": True}

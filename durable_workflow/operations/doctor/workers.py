@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from durable_workflow.conf import get_settings
@@ -23,7 +24,9 @@ def _label(connection: str | None) -> str:
     return connection or "default"
 
 
-def _active_queues(ctx: DoctorContext, connection: str | None) -> dict[str, list[dict[str, Any]]]:
+def _active_queues(
+    ctx: DoctorContext, connection: str | None
+) -> Mapping[str, Sequence[Mapping[str, Any]]]:
     from durable_workflow.transport.celery import celery_app
 
     if ctx.active_queues is not None:

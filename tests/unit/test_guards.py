@@ -209,3 +209,28 @@ def test_beat_entries_are_importable_before_django_loads_its_apps():
     assert done.returncode == 0, done.stderr
     assert "durable-workflow-repair" in done.stdout
     assert "durable-workflow-schedule-tick" in done.stdout
+
+
+def test_the_engine_opens_transactions_on_its_own_database():
+    """Bare ``transaction.atomic()``, ``transaction.on_commit()`` and ``django.db.connection``
+    mean ``default``; the engine's tables may be elsewhere (issue 31): it goes through
+    ``durable_workflow.store.database`` (or ``sql.atomic(model)``) instead."""
+    package = pathlib.Path(durable_workflow.__file__).parent
+    allowed = {package / "store" / "database.py", package / "store" / "roundtrips.py"}
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            imported = isinstance(node, ast.ImportFrom) and node.module == "django.db"
+            if imported and any(alias.name == "connection" for alias in node.names):
+                offenders.append(f"{path.relative_to(package)}: imports connection")
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            target = node.func.value
+            if not (isinstance(target, ast.Name) and target.id == "transaction"):
+                continue
+            unaliased = not any(k.arg == "using" for k in node.keywords)
+            if node.func.attr in ("atomic", "on_commit") and unaliased:
+                offenders.append(f"{path.relative_to(package)}:{node.lineno}: {node.func.attr}")
+    assert offenders == []

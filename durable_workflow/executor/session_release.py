@@ -36,20 +36,19 @@ from durable_workflow.store.records import RunRecord
 logger = get_logger("durable_workflow")
 
 
-def release_for_closed_run(run: RunRecord, *, now: dt.datetime) -> list[str]:
+def release_for_closed_run(run: RunRecord, *, now: dt.datetime) -> None:
     """Close the sessions ``run``'s instance holds; call in the transaction closing it."""
     if run.closed_reason == "continued":
-        return []
+        return
     released = store.close_released_by_instance(namespace(), run.instance_id, now=now)
     if released:
         logger.info(
-            "run %s of %s closed (%s): released worker sessions %s",
+            "run %s of %s closed (%s): released %d worker session(s)",
             run.id,
             run.instance_id,
             run.status,
-            ", ".join(released),
+            released,
         )
-    return released
 
 
 @retry_transaction

@@ -17,8 +17,9 @@ from durable_workflow.models import (
     TaskStatus,
     TaskType,
     WorkerSession,
+    WorkflowRun,
 )
-from durable_workflow.store import database
+from durable_workflow.store import database, sql
 
 Row = dict[str, Any]
 
@@ -137,13 +138,21 @@ def used_by_open_run(session_id: str) -> bool:
     )
 
 
-def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.datetime) -> list[str]:
+def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.datetime) -> int | None:
     """Close the open sessions the instance's runs used that no open run of another
-    instance uses (the instance has closed); returns their ids.
+    instance uses (the instance has closed).
 
-    The rows are locked in id order first, so two closings never wait on each other
-    in opposite orders; most instances used no session and this is one read.
+    One write and no read, so a closing costs no extra round trip: inside a batched
+    block (PostgreSQL's hot path) the statement waits for the transaction's last
+    round trip and ``None`` comes back; elsewhere it runs at once and the number of
+    sessions closed comes back. Most instances used no session and it changes nothing.
     """
+    if sql.batching(WorkerSession):
+        sql.defer_all(
+            WorkerSession,
+            [sql.Statement(_RELEASE, [now, now, namespace, instance_id, instance_id], _ignored)],
+        )
+        return None
     used = ActivityExecution.objects.filter(
         run__instance_id=instance_id, worker_session_id__isnull=False
     ).values("worker_session_id")
@@ -152,19 +161,31 @@ def close_released_by_instance(namespace: str, instance_id: str, *, now: dt.date
         .exclude(run__instance_id=instance_id)
         .exclude(run__status__in=TERMINAL_RUN_STATUSES)
     )
-    rows = (
-        WorkerSession.objects.select_for_update()
-        .filter(namespace=namespace, session_id__in=used)
+    return (
+        WorkerSession.objects.filter(namespace=namespace, session_id__in=used)
         .exclude(status="closed")
         .exclude(Exists(elsewhere))
-        .order_by("id")
+        .update(status="closed", closed_at=now, updated_at=now)
     )
-    released = dict(rows.values_list("id", "session_id"))
-    if released:
-        WorkerSession.objects.filter(id__in=released).update(
-            status="closed", closed_at=now, updated_at=now
-        )
-    return list(released.values())
+
+
+def _ignored(cursor: Any) -> None:
+    return None
+
+
+_TERMINAL = ", ".join(f"'{status}'" for status in sorted(TERMINAL_RUN_STATUSES))
+#: The ORM update above as one statement of the engine's own (for deferral).
+_RELEASE = (
+    f"UPDATE {WorkerSession._meta.db_table} SET status = 'closed', closed_at = %s, updated_at = %s"
+    f" WHERE namespace = %s AND status <> 'closed' AND session_id IN ("
+    f"SELECT e.worker_session_id FROM {ActivityExecution._meta.db_table} e"
+    f" JOIN {WorkflowRun._meta.db_table} r ON r.id = e.run_id"
+    f" WHERE r.instance_id = %s AND e.worker_session_id IS NOT NULL)"
+    f" AND NOT EXISTS (SELECT 1 FROM {ActivityExecution._meta.db_table} o"
+    f" JOIN {WorkflowRun._meta.db_table} q ON q.id = o.run_id"
+    f" WHERE o.worker_session_id = {WorkerSession._meta.db_table}.session_id"
+    f" AND q.instance_id <> %s AND q.status NOT IN ({_TERMINAL}))"
+)
 
 
 #: How a worker's refusal of an in-session task starts the task's ``last_error``.

@@ -76,5 +76,11 @@ def test_an_eager_activity_whose_settle_fails_is_handed_back_at_once(recorder):
     assert [kind for kind, _, _ in recorder.sent] == ["activity"]  # sent for another worker
     [attempt] = ActivityAttempt.objects.filter(execution__run_id=stub.run_id())
     assert attempt.status == "expired"  # counts like a lease that ran out
+    recorder.sent.clear()
     assert executor.run_activity_task(activity.id) == "completed"  # attempt 2
+    # A result after a lost attempt wakes a regular workflow task (its first attempt
+    # counted, executor.poison) rather than running the body in place.
+    assert [kind for kind, _, _ in recorder.sent] == ["workflow"]
+    woken = Task.objects.get(run_id=stub.run_id(), task_type="workflow", status="ready")
+    assert executor.run_workflow_task(woken.id) == "completed"
     assert stub.refresh().output() == 42

@@ -10,8 +10,15 @@ class DurableWorkflowConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from durable_workflow import checks, exception_aliases  # noqa: F401  (checks register)
+        from durable_workflow import checks, exception_aliases, unsafe_calls  # noqa: F401
+        from durable_workflow.conf import get_settings
+        from durable_workflow.engine import guards
         from durable_workflow.payload_codecs import configure_from_settings as configure_codecs
+
+        # Before workflow modules are imported: their ``from time import time`` is guarded.
+        unsafe_calls.install()
+        guards.set_default_policy(get_settings().UNSAFE_CALLS)
+
         from durable_workflow.payload_storage import configure_from_settings
 
         configure_from_settings()  # external payload storage driver, if settings name one

@@ -154,6 +154,12 @@ class Settings:
     #: Permission an admin user needs to see decoded payloads (None: the page's view permission).
     PAYLOAD_DECODE_PERMISSION: str | None = None
 
+    # --- Determinism guardrails (docs/explanation/replay.md#guarded-calls) ---
+    #: What a clock, randomness, environment or I/O call from workflow code does:
+    #: ``"raise"`` (fails the workflow task), ``"warn"`` (logs it) or ``"allow"``.
+    #: A workflow class overrides it with ``unsafe_calls``.
+    UNSAFE_CALLS: str = "raise"
+
     def limit(self, kind: str) -> int:
         """The configured ceiling for a structural limit kind (an old name is accepted)."""
         kind = OLD_LIMIT_NAMES.get(kind, kind)
@@ -210,6 +216,10 @@ def get_settings() -> Settings:
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     _check_compatibility(raw)
+    if raw.get("UNSAFE_CALLS", "raise") not in ("raise", "warn", "allow"):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['UNSAFE_CALLS'] must be 'raise', 'warn' or 'allow'"
+        )
     types = raw.get("FAILURE_EXCEPTION_TYPES", [])
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):
         raise ConfigurationError(
@@ -268,3 +278,9 @@ def _check_compatibility(raw: dict[str, Any]) -> None:
 def _reset(setting: str, **kwargs: Any) -> None:
     if setting == "DURABLE_WORKFLOW":
         get_settings.cache_clear()
+        from durable_workflow.engine import guards
+
+        raw = getattr(django_settings, "DURABLE_WORKFLOW", None) or {}
+        policy = raw.get("UNSAFE_CALLS", "raise") if isinstance(raw, dict) else "raise"
+        if policy in guards.POLICIES:  # a bad value is refused by get_settings()
+            guards.set_default_policy(policy)

@@ -62,6 +62,41 @@ class WorkflowOrmAccessError(DurableWorkflowError, RuntimeError):
     """A workflow body touched the database, which would break determinism."""
 
 
+def _replacement(call: str) -> str:
+    if call == "time.sleep":
+        return "dw.timer(seconds) (a durable timer)"
+    if call.startswith(("time.", "datetime.", "date.")):
+        return "dw.now() (the time history recorded)"
+    if call.startswith("uuid."):
+        return "dw.uuid4() or dw.uuid7()"
+    if call.startswith(("random.", "secrets.", "os.urandom")):
+        return "dw.side_effect(fn) (its value is recorded once), or random.Random(seed)"
+    if call.startswith(("os.environ", "os.getpid")):
+        return "read it outside the workflow and pass it in as an argument, or dw.side_effect(fn)"
+    return "an activity (dw.activity) or, for a quick read, dw.side_effect(fn)"
+
+
+class NonDeterministicCallError(DurableWorkflowError, RuntimeError):
+    """Workflow code called the clock, randomness, the environment or I/O directly.
+
+    Replay would get another value (or repeat the I/O), so the run's history and
+    its code would drift apart. ``call`` names the call, ``filename`` and
+    ``lineno`` the workflow code that made it, ``replacement`` the durable way.
+    """
+
+    def __init__(self, call: str, *, filename: str = "<unknown>", lineno: int = 0) -> None:
+        self.call = call
+        self.filename = filename
+        self.lineno = lineno
+        self.replacement = _replacement(call)
+        super().__init__(
+            f"workflow code at {filename}:{lineno} called {call}, whose value or effect "
+            f"would differ on replay. Instead: {self.replacement} "
+            "(docs/explanation/replay.md#guarded-calls; Workflow.unsafe_calls = 'warn' "
+            "or 'allow' lets it through)"
+        )
+
+
 #: What to do about a non-deterministic run, said with the error wherever it is shown.
 NON_DETERMINISM_HINT = (
     "If the workflow's code changed while this run was open, guard the change with "

@@ -12,6 +12,11 @@ from durable_workflow.exceptions import InvalidInstanceIdError
 INSTANCE_ID_MAX_LENGTH = 191
 _INSTANCE_ID = re.compile(r"[A-Za-z0-9._:-]+")
 
+# Every step makes several ids: the plain functions, past the determinism guards
+# (durable_workflow.unsafe_calls), whichever was imported first.
+_time = getattr(time.time, "__wrapped__", time.time)
+_urandom = getattr(os.urandom, "__wrapped__", os.urandom)
+
 
 def uuid7(unix_ms: int | None = None, rand: bytes | None = None) -> uuid.UUID:
     """An RFC 9562 version 7 UUID: 48 bits of milliseconds, then randomness.
@@ -19,8 +24,8 @@ def uuid7(unix_ms: int | None = None, rand: bytes | None = None) -> uuid.UUID:
     Time-ordered keys keep B-tree inserts local, which matters for tables that
     grow by the million (tasks, attempts, failures).
     """
-    ms = int(time.time() * 1000) if unix_ms is None else unix_ms
-    tail = bytearray(rand if rand is not None else os.urandom(10))
+    ms = int(_time() * 1000) if unix_ms is None else unix_ms
+    tail = bytearray(rand if rand is not None else _urandom(10))
     tail[0] = (tail[0] & 0x0F) | 0x70  # version 7
     tail[2] = (tail[2] & 0x3F) | 0x80  # RFC 4122 variant
     return uuid.UUID(bytes=ms.to_bytes(6, "big") + bytes(tail))

@@ -147,6 +147,7 @@ class PoisonWorkflow(Workflow):
     """Its workflow task kills the worker after the first activity, on every replay."""
 
     type_key = "chaos.poison-workflow"
+    unsafe_calls = "allow"  # it writes to the ledger and kills its worker on purpose
 
     def handle(self) -> str:
         dw.activity(Step, 0, 950)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar, Generic, Literal
 
 from durable_workflow import registry
 from durable_workflow.authoring import (
@@ -18,6 +18,7 @@ from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
+from durable_workflow.engine import guards
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
 
@@ -47,6 +48,9 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
     #: ``NonRetryableError`` always do; anything else fails the workflow task instead, and
     #: the run waits, open, until the code is fixed and the run repaired.
     failure_exception_types: ClassVar[Sequence[type[BaseException] | str]] = ()
+    #: What a clock, randomness, environment or I/O call from this workflow's code does:
+    #: ``"raise"``, ``"warn"`` or ``"allow"``; ``None`` follows the ``UNSAFE_CALLS`` setting.
+    unsafe_calls: ClassVar[Literal["raise", "warn", "allow"] | None] = None
     #: Set on intermediate base classes that should not be registered.
     abstract: ClassVar[bool] = True
 
@@ -56,6 +60,8 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
         super().__init_subclass__(**kwargs)
         decorators.collect(cls)
         _check_failure_types(cls)
+        if cls.unsafe_calls is not None:
+            guards.validate_policy(cls.unsafe_calls, f"{cls.__name__}.unsafe_calls")
         if not cls.__dict__.get("abstract", False):
             registry.register_workflow(cls)
 

@@ -40,6 +40,8 @@ class BodyGreenlet(greenlet.greenlet):
     dw_runtime: object = None
     #: The exception that escaped this greenlet's code, if one did.
     dw_error: BaseException | None = None
+    #: True while guarded calls are let through (``guards.allowed()``).
+    dw_allowed: bool = False
 
 
 class Future:

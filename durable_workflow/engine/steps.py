@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from durable_workflow.engine import guards
 from durable_workflow.engine.calls import Call, Collector, Meta
 from durable_workflow.engine.commands import (
     RecordSideEffect,
@@ -210,7 +211,8 @@ class Steps:
             return core.payloads.decode(recorded.payload.get("result"), result_type, "side effect")
         # A new side effect runs and is checked before its step is claimed (see
         # encode_if_new): a refused value leaves no gap in the step numbers.
-        value = fn()
+        with guards.allowed():  # its value is recorded: replay returns the same one
+            value = fn()
         encoded = core.payloads.encode(value, "side effect")
         replayed = core.payloads.decode(encoded, result_type, "side effect")
         if not replays_as_itself(value, replayed):

@@ -30,6 +30,7 @@ R = TypeVar("R")
 
 
 _registered: dict[str, str | None] = {"worker_id": None}
+_getpid = getattr(os.getpid, "__wrapped__", os.getpid)  # several times a step: past the guards
 
 
 def set_registered_worker_id(value: str | None) -> None:
@@ -44,7 +45,7 @@ def registered_worker_id() -> str | None:
 
 def worker_id() -> str:
     """The lease owner this process writes: its registration id when it has one."""
-    return get_settings().WORKER_ID or _registered["worker_id"] or _host_and_pid(os.getpid())
+    return get_settings().WORKER_ID or _registered["worker_id"] or _host_and_pid(_getpid())
 
 
 @functools.lru_cache(maxsize=4)

@@ -19,6 +19,7 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.failures import BodyFailed, describe
 from durable_workflow.exceptions import (
     NonDeterminismError,
+    NonDeterministicCallError,
     PayloadCodecError,
     UnknownTypeError,
     UnresolvedFailureError,
@@ -39,6 +40,7 @@ REASONS: tuple[tuple[type[BaseException], str], ...] = (
     (BodyFailed, "undeclared_exception"),
     (NonDeterminismError, "non_determinism"),
     (WorkflowOrmAccessError, "orm_access"),
+    (NonDeterministicCallError, "nondeterministic_call"),
     (UnknownTypeError, "unknown_type"),
     (PayloadCodecError, "payload_codec"),
     (UnresolvedFailureError, "unresolved_failure"),

@@ -21,6 +21,7 @@ from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
     NonDeterminismError,
+    NonDeterministicCallError,
     PayloadCodecError,
     StructuralLimitExceeded,
     UnknownTypeError,
@@ -72,6 +73,7 @@ logger = get_logger("durable_workflow")
 #: body raised what its workflow does not declare as a failure of the run).
 TASK_FAILURES = (
     NonDeterminismError,
+    NonDeterministicCallError,
     WorkflowOrmAccessError,
     UnknownTypeError,
     PayloadCodecError,

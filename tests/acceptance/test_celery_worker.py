@@ -40,6 +40,24 @@ def test_worker_runs_a_multi_activity_workflow(start_worker):
     assert Invocation.objects.filter(name="add").count() == 10
 
 
+def test_a_worker_parks_a_body_that_reads_the_clock_and_runs_its_activities(start_worker):
+    from durable_workflow.models import Task
+
+    start_worker()
+    guarded = WorkflowStub.make("tests.unsafe", "accept-unsafe")
+    guarded.start("time.time")
+    clean = WorkflowStub.make("tests.many-steps", "accept-clean")
+    clean.start(3)
+    clean.wait(timeout=60)  # the worker's own clock and ids work as before
+    assert clean.status() == "completed"
+    wait_for(
+        lambda: Task.objects.filter(run_id=guarded.run_id(), status="failed").exists(),
+        timeout=60,
+    )
+    task = Task.objects.get(run_id=guarded.run_id(), status="failed")
+    assert "NonDeterministicCallError" in task.last_error and "time.time" in task.last_error
+
+
 @pytest.mark.slow  # two worker start-ups and a lease to expire: `make test-all` (CI)
 def test_sigkill_mid_activity_then_another_worker_finishes(start_worker):
     first = start_worker(lease_seconds=3)

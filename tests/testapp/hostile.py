@@ -172,6 +172,7 @@ class Crashing(Workflow):
     attempt first appends a line to ``trace`` (a file: the body may not use the ORM)."""
 
     type_key = "tests.crashing"
+    unsafe_calls = "allow"  # it writes a file and kills its worker on purpose
 
     def handle(self, trace: str) -> None:
         import os
@@ -188,6 +189,7 @@ class CrashingAfterStep(Workflow):
     ``trace``."""
 
     type_key = "tests.crashing-after-step"
+    unsafe_calls = "allow"  # it writes a file and kills its worker on purpose
 
     def handle(self, trace: str) -> None:
         import os

@@ -258,6 +258,7 @@ from tests.testapp import (  # noqa: E402
     patterns,  # noqa: F401
     sessions,  # noqa: F401
     testing_workflows,  # noqa: F401
+    unsafe,  # noqa: F401
     versioned,  # noqa: F401
     webhook_workflows,  # noqa: F401
 )

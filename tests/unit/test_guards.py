@@ -71,6 +71,7 @@ PUBLIC_API = {
     "WorkflowCancelled",
     "WorkflowNotFoundError",
     "WorkflowOrmAccessError",
+    "NonDeterministicCallError",
     "WorkflowParkedError",
     "WorkflowDescription",
     "WorkflowStub",

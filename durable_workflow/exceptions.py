@@ -113,13 +113,34 @@ class NonDeterminismError(DurableWorkflowError):
         self.recorded = recorded
         self.requested = requested
         self.detail = detail
+        #: The steps history recorded just before ``step`` (up to five), oldest first.
+        self.recent_steps: tuple[str, ...] = ()
+        #: ``file:line`` of the workflow code whose call diverged, when the code made one.
+        self.call_site: str | None = None
+        super().__init__(self._text())
+
+    def explain(
+        self, *, recent_steps: tuple[str, ...] | None = None, call_site: str | None = None
+    ) -> None:
+        """Add what the replay knew around the divergence (the engine calls this once)."""
+        if recent_steps is not None and not self.recent_steps:
+            self.recent_steps = recent_steps
+        if call_site is not None and self.call_site is None:
+            self.call_site = call_site
+        self.args = (self._text(),)
+
+    def _text(self) -> str:
         text = (
-            f"non-deterministic workflow at step {step}: "
-            f"history recorded {recorded or 'nothing'}, the code asked for {requested or 'nothing'}"
+            f"non-deterministic workflow at step {self.step}: history recorded "
+            f"{self.recorded or 'nothing'}, the code asked for {self.requested or 'nothing'}"
         )
-        if detail:
-            text += f" ({detail})"
-        super().__init__(text + ". " + NON_DETERMINISM_HINT)
+        if self.call_site:
+            text += f" at {self.call_site}"
+        if self.detail:
+            text += f" ({self.detail})"
+        if self.recent_steps:
+            text += ". Recorded before it: " + "; ".join(self.recent_steps)
+        return text + ". " + NON_DETERMINISM_HINT
 
 
 class UnresolvedFailureError(DurableWorkflowError):

@@ -7,10 +7,11 @@ them: claiming a step and failing the body.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import NoReturn
 
-from durable_workflow.engine import failures
+from durable_workflow.engine import failures, guards
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.ledger import DeterminismLedger
 from durable_workflow.engine.operations import OperationTable
@@ -45,6 +46,11 @@ class Core:
 
     def fail_fatally(self, error: BaseException) -> NoReturn:
         """Stop the task: ``error`` leaves ``feed`` and nothing is persisted."""
+        if isinstance(error, NonDeterminismError):  # rare: worth a look at the stack
+            error.explain(
+                recent_steps=self.ledger.steps_before(error.step),
+                call_site=guards.call_site(sys._getframe(1)),
+            )
         self.scheduler.fail_fatally(error)
 
     def body_failed(self, error: BaseException) -> None:

@@ -164,6 +164,17 @@ def _installed_library(filename: str) -> bool:
     )
 
 
+def call_site(frame: types.FrameType | None) -> str | None:
+    """``file:line`` of the innermost workflow-code frame (outside this package and
+    installed libraries) from ``frame`` outward: where a ``dw.*`` call was made."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) and not _installed_library(filename):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
 def _exempt(frame: types.FrameType | None) -> bool:
     """Logging and importing read the clock for themselves, never for the body; so do
     code the interpreter runs in between (garbage-collector callbacks, finalizers,

@@ -145,6 +145,13 @@ class DeterminismLedger:
         self._issued[step] = sig
         return step, recorded
 
+    def steps_before(self, step: int, count: int = 5) -> tuple[str, ...]:
+        """The last ``count`` steps history recorded before ``step``, described."""
+        earlier = sorted(s for s in self._recorded if s < step)[-count:]
+        return tuple(
+            f"step {s} {describe_signature(signature_of(self._recorded[s]))}" for s in earlier
+        )
+
     def recorded(self, step: int) -> HistoryEvent | None:
         return self._recorded.get(step)
 

@@ -74,7 +74,7 @@ from durable_workflow.engine.streams import Streams
 from durable_workflow.engine.sync import Permits
 from durable_workflow.engine.versions import Versions
 from durable_workflow.engine.waits import Waits
-from durable_workflow.exceptions import WorkflowCancelled
+from durable_workflow.exceptions import NonDeterminismError, WorkflowCancelled
 from durable_workflow.info import WorkflowInfo
 from durable_workflow.text import text_of
 
@@ -228,6 +228,17 @@ class WorkflowRuntime:
     # ----------------------------------------------------------------- feeding
     def feed(self, events: Iterable[HistoryEvent]) -> None:
         """Apply history events not seen yet, then run the body to quiescence."""
+        try:
+            self._feed(events)
+        except NonDeterminismError as divergence:
+            self.explain(divergence)
+            raise
+
+    def explain(self, divergence: NonDeterminismError) -> None:
+        """Add the steps history recorded before the divergence to its message."""
+        divergence.explain(recent_steps=self._ledger.steps_before(divergence.step))
+
+    def _feed(self, events: Iterable[HistoryEvent]) -> None:
         ledger, scheduler = self._ledger, self._scheduler
         last = ledger.last_sequence
         fresh = [e for e in events if e.sequence > last]

@@ -35,6 +35,10 @@ class ReplayResult:
     step: int | None = None
     recorded: str | None = None
     requested: str | None = None
+    #: Where the code's diverging call was made (``file:line``), when it made one.
+    call_site: str | None = None
+    #: The steps history recorded just before the divergence.
+    recent_steps: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -126,6 +130,8 @@ def replay_bundle(
             step=mismatch.step,
             recorded=mismatch.recorded,
             requested=mismatch.requested,
+            call_site=mismatch.call_site,
+            recent_steps=mismatch.recent_steps,
             **ident,
         )
     except Exception as exc:

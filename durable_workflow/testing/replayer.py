@@ -137,7 +137,11 @@ class Replayer:
         try:
             with orm_guard():
                 runtime.feed(events)
-            closed_by = _check_ending(runtime, events, exact=isinstance(seen, int))
+            try:
+                closed_by = _check_ending(runtime, events, exact=isinstance(seen, int))
+            except NonDeterminismError as divergence:
+                runtime.explain(divergence)
+                raise
         finally:
             runtime.dispose()
         return ReplayResult(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pathlib
 
 import pytest
 
@@ -145,3 +146,60 @@ def test_repair_of_a_healthy_waiting_run_is_not_needed(inline):
     assert stub.refresh().status() == "waiting"
     assert stub.repair().outcome == "repair_not_needed"
     assert "RepairRequested" not in event_types(stub)
+
+
+def test_a_divergence_names_the_call_site_and_the_steps_before_it(inline, monkeypatch):
+    stub = start("tests.sequential", "nd-context", "ada")
+    inline.run()
+    assert stub.refresh().completed()
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 2)
+    sticky.cache.clear()
+    from durable_workflow.operations.replay import replay_instance
+
+    result = replay_instance("nd-context")
+    assert result.status == "nondeterministic"
+    source = pathlib.Path(workflows.__file__).read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "dw.timer(5)" in text)
+    assert result.call_site == f"{workflows.__file__}:{line}"
+    assert result.recent_steps == ("step 1 ActivityScheduled(tests.greet)",)
+    assert f"at {workflows.__file__}:{line}" in result.message
+    assert "Recorded before it: step 1 ActivityScheduled(tests.greet)" in result.message
+    assert "dw.patched()" in result.message and "workflow_repair" in result.message
+
+    # a run that recorded more steps: only the last five are listed
+    monkeypatch.setitem(workflows.CODE_VERSION, "sequential", 1)
+    many = start("tests.many-steps", "nd-many", 8)
+    inline.run()
+    assert many.refresh().completed()
+    from tests.testapp.workflows import ManySteps
+
+    def handle(self, count: int) -> int:
+        for index in range(count - 1):
+            workflows.dw.activity(workflows.Add, 0, index)
+        workflows.dw.timer(1)
+        return 0
+
+    monkeypatch.setattr(ManySteps, "handle", handle)
+    sticky.cache.clear()
+    result = replay_instance("nd-many")
+    assert result.step == 8
+    assert result.recent_steps == tuple(
+        f"step {n} ActivityScheduled(tests.add)" for n in range(3, 8)
+    )
+    assert result.call_site is not None and result.call_site.endswith(
+        f"test_determinism.py:{handle.__code__.co_firstlineno + 3}"
+    )
+
+    # found after the body ran (it stopped before a recorded step): the steps are listed too
+    def shorter(self, count: int) -> int:
+        for index in range(count - 1):
+            workflows.dw.activity(workflows.Add, 0, index)
+        return 0
+
+    monkeypatch.setattr(ManySteps, "handle", shorter)
+    sticky.cache.clear()
+    result = replay_instance("nd-many")
+    assert result.status == "nondeterministic" and result.step == 8
+    assert result.requested is None
+    assert result.recent_steps[-1] == "step 7 ActivityScheduled(tests.add)"
+    assert len(result.recent_steps) == 5

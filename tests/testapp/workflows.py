@@ -253,6 +253,7 @@ from tests.testapp import (  # noqa: E402
     composition,  # noqa: F401
     data_goldens,  # noqa: F401
     data_types,  # noqa: F401
+    gate,  # noqa: F401
     hostile,  # noqa: F401
     messaging,  # noqa: F401
     patterns,  # noqa: F401

@@ -1,4 +1,5 @@
-"""``manage.py workflow_history_export``: write one run's history export bundle."""
+"""``manage.py workflow_history_export``: write one run's history export bundle, or with
+``--recent N --output-dir DIR`` the bundles of the runs the deploy gate would replay."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from durable_workflow.operations import replay_gate
 from durable_workflow.operations.export import ExportError, build_bundle
 from durable_workflow.operations.redaction import load_redactor
 
@@ -19,7 +21,29 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("instance_id", help="workflow instance id")
+        parser.add_argument("instance_id", nargs="?", help="workflow instance id")
+        parser.add_argument(
+            "--recent",
+            type=int,
+            default=None,
+            metavar="N",
+            help="export every open run and the N most recently closed runs of each type "
+            "(with --output-dir)",
+        )
+        parser.add_argument(
+            "--type",
+            action="append",
+            default=[],
+            dest="types",
+            metavar="TYPE",
+            help="with --recent: only this workflow type (repeatable)",
+        )
+        parser.add_argument(
+            "--output-dir",
+            default=None,
+            metavar="DIR",
+            help="with --recent: write DIR/<instance>/run-<n>-<run id>.json per run",
+        )
         parser.add_argument("--run-id", default=None, help="export this run of the instance")
         parser.add_argument(
             "--output", default=None, metavar="PATH", help="write to PATH instead of stdout"
@@ -33,6 +57,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["recent"] is not None:
+            self._export_recent(options)
+            return
+        if not options["instance_id"]:
+            raise CommandError("name an instance id, or use --recent N --output-dir DIR")
         redactor = load_redactor(options["redactor"]) if options["redactor"] else None
         try:
             bundle = build_bundle(
@@ -54,3 +83,16 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(text)
+
+    def _export_recent(self, options: dict[str, Any]) -> None:
+        if options["instance_id"] or options["run_id"] or options["output"]:
+            raise CommandError("--recent exports many runs: use --output-dir, not an instance")
+        if not options["output_dir"]:
+            raise CommandError("--recent needs --output-dir DIR")
+        if options["recent"] < 0:
+            raise CommandError("--recent must be 0 or more")
+        if options["redactor"]:
+            raise CommandError("redacted bundles cannot be replayed: --recent takes no --redactor")
+        runs = replay_gate.select_runs(options["recent"], options["types"])
+        written = replay_gate.export_runs(runs, pathlib.Path(options["output_dir"]))
+        self.stderr.write(f"exported {len(written)} runs to {options['output_dir']}")

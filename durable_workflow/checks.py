@@ -246,3 +246,29 @@ def _beat_warnings(*, with_database: bool) -> list[checks.CheckMessage]:
         )
         for task in missing
     ]
+
+
+@checks.register("durable_workflow")
+def check_guardrails(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The boot-time scan of workflow sources (``GUARDRAILS_BOOT``: warn, throw, silent)."""
+    from durable_workflow import guardrails, registry
+    from durable_workflow.conf import get_settings
+
+    try:
+        mode = get_settings().GUARDRAILS_BOOT
+    except ConfigurationError:
+        return []  # check_settings reports it
+    if mode == "silent":
+        return []
+    level, code = (checks.Error, "E040") if mode == "throw" else (checks.Warning, "W040")
+    return [
+        level(
+            str(finding),
+            hint="docs/explanation/replay.md#guarded-calls; unsafe_calls = 'allow' on the "
+            "class, or GUARDRAILS_BOOT = 'silent', to accept it",
+            obj=cls,
+            id=f"durable_workflow.{code}",
+        )
+        for cls in registry.workflows().values()
+        for finding in guardrails.scan(cls)
+    ]

@@ -159,6 +159,9 @@ class Settings:
     #: ``"raise"`` (fails the workflow task), ``"warn"`` (logs it) or ``"allow"``.
     #: A workflow class overrides it with ``unsafe_calls``.
     UNSAFE_CALLS: str = "raise"
+    #: What the boot-time scan of workflow sources does with its findings:
+    #: ``"warn"`` (``manage.py check`` warnings), ``"throw"`` (errors) or ``"silent"``.
+    GUARDRAILS_BOOT: str = "warn"
 
     def limit(self, kind: str) -> int:
         """The configured ceiling for a structural limit kind (an old name is accepted)."""
@@ -216,6 +219,10 @@ def get_settings() -> Settings:
     if raw.get("PAYLOAD_CODEC", "avro") not in ("avro", "json"):
         raise ConfigurationError("DURABLE_WORKFLOW['PAYLOAD_CODEC'] must be 'avro' or 'json'")
     _check_compatibility(raw)
+    if raw.get("GUARDRAILS_BOOT", "warn") not in ("warn", "throw", "silent"):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['GUARDRAILS_BOOT'] must be 'warn', 'throw' or 'silent'"
+        )
     if raw.get("UNSAFE_CALLS", "raise") not in ("raise", "warn", "allow"):
         raise ConfigurationError(
             "DURABLE_WORKFLOW['UNSAFE_CALLS'] must be 'raise', 'warn' or 'allow'"

@@ -48,6 +48,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (configuration.check_structural_limits, ("settings",)),
     (configuration.check_type_keys, ("database", "migrations")),
     (configuration.check_beat_entries, ("celery_app", "database", "migrations")),
+    (configuration.check_guardrails, ()),
     (work.check_stuck_tasks, ("database", "migrations")),
     (work.check_expired_leases, ("database", "migrations")),
     (work.check_overdue_timers, ("database", "migrations")),
@@ -101,6 +102,7 @@ TITLES = {
     "run_deadlines": "Open runs are within their deadlines",
     "durable_resume_paths": "Every open run has a way to resume",
     "history_budget": "Histories stay within budget",
+    "guardrails": "Workflow code replays deterministically",
     "worker_compatibility": compatibility.TITLE,
 }
 

@@ -125,3 +125,27 @@ def check_beat_entries(ctx: DoctorContext) -> CheckResult:
     return CheckResult(
         "beat_entries", title, OK, "beat has entries for the periodic tasks", details=details
     )
+
+
+def check_guardrails(ctx: DoctorContext) -> CheckResult:
+    """The boot-time scan's findings in registered workflows (docs/explanation/replay.md)."""
+    from durable_workflow import guardrails
+
+    found = guardrails.findings(list(registry.workflows().values()))
+    title = "Workflow code replays deterministically"
+    details = {"findings": [str(f) for f in found]}
+    if found:
+        first = "; ".join(str(f) for f in found[:3])
+        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+        return CheckResult(
+            "guardrails",
+            title,
+            WARNING,
+            f"{len(found)} call(s) or write(s) that differ on replay: {first}{more}",
+            "Use dw.now(), dw.side_effect(), dw.uuid4() or an activity instead "
+            "(docs/explanation/replay.md#guarded-calls).",
+            details=details,
+        )
+    return CheckResult(
+        "guardrails", title, OK, "no call that differs on replay found", details=details
+    )

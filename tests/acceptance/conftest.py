@@ -113,7 +113,7 @@ def start_worker(broker, tmp_path, transactional_db):
             )
         worker = Worker(process, log)
         workers.append(worker)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded machine starts a worker slowly
         while "ready." not in worker.output():
             if process.poll() is not None or time.monotonic() > deadline:
                 worker.stop()

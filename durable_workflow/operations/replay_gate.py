@@ -12,6 +12,7 @@ the database is out of reach.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import pathlib
 from collections.abc import Iterable, Sequence
@@ -22,6 +23,26 @@ from durable_workflow.operations.replay import ReplayResult, replay_instance
 
 #: Open and closed runs are read in pages of this many rows.
 PAGE = 500
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--recent N`` and ``--type T``: the selection of :func:`select_runs`, as the
+    commands that act on it (``workflow_replay``, ``workflow_history_export``) take it."""
+    parser.add_argument(
+        "--recent",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"{verb} every open run and the N most recently closed runs of each type",
+    )
+    parser.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        dest="types",
+        metavar="TYPE",
+        help="with --recent: only this workflow type (repeatable)",
+    )
 
 
 def select_runs(recent: int, types: Sequence[str] = ()) -> list[WorkflowRun]:

@@ -22,22 +22,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("instance_id", nargs="?", help="workflow instance id")
-        parser.add_argument(
-            "--recent",
-            type=int,
-            default=None,
-            metavar="N",
-            help="export every open run and the N most recently closed runs of each type "
-            "(with --output-dir)",
-        )
-        parser.add_argument(
-            "--type",
-            action="append",
-            default=[],
-            dest="types",
-            metavar="TYPE",
-            help="with --recent: only this workflow type (repeatable)",
-        )
+        replay_gate.add_selection_arguments(parser, "export (to --output-dir)")
         parser.add_argument(
             "--output-dir",
             default=None,

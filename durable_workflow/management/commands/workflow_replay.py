@@ -30,21 +30,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "targets", nargs="*", help="bundle file, folder of bundles, or workflow instance id"
         )
-        parser.add_argument(
-            "--recent",
-            type=int,
-            default=None,
-            metavar="N",
-            help="replay every open run and the N most recently closed runs of each type",
-        )
-        parser.add_argument(
-            "--type",
-            action="append",
-            default=[],
-            dest="types",
-            metavar="TYPE",
-            help="with --recent: only this workflow type (repeatable)",
-        )
+        replay_gate.add_selection_arguments(parser, "replay")
         parser.add_argument("--run-id", default=None, help="with an instance id: that run")
         parser.add_argument("--json", action="store_true", help="print one JSON report")
         parser.add_argument(

@@ -20,6 +20,7 @@ from durable_workflow.client_results import (
     closed_error,
     command_result,
     raise_if_rejected,
+    start_rejected_error,
     start_result,
 )
 from durable_workflow.conf import get_settings
@@ -28,7 +29,6 @@ from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
 from durable_workflow.exceptions import (
-    WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowParkedError,
     WorkflowResultTimeoutError,
@@ -119,12 +119,7 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         """
         result = self.attempt_start(*args, **kwargs)
         if result.rejected:
-            raise WorkflowAlreadyStartedError(
-                result.outcome,
-                result.rejection_reason,
-                f"workflow {self._instance_id!r} was already started",
-                command_id=result.command_id,
-            )
+            raise start_rejected_error(result, self._instance_id)
         return result
 
     @overload
@@ -154,14 +149,7 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
             connection=getattr(workflow_cls, "connection", None),
         )
         self.refresh()
-        return StartResult(
-            accepted=outcome.accepted,
-            outcome=outcome.outcome,
-            command_id=str(outcome.command_id),
-            instance_id=outcome.instance_id,
-            run_id=str(outcome.run_id) if outcome.run_id else None,
-            rejection_reason=outcome.rejection_reason,
-        )
+        return start_result(outcome)
 
     def repair(self, *, reason: str = "") -> CommandResult:
         """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug),

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from durable_workflow import registry
 from durable_workflow.authoring.decorators import UpdateMethod
-from durable_workflow.client_results import command_result, start_result, update_result
+from durable_workflow.client_results import (
+    command_result,
+    start_rejected_error,
+    start_result,
+    update_result,
+)
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import payloads, signature_of
 from durable_workflow.engine.failures import class_path
@@ -25,7 +30,6 @@ from durable_workflow.exceptions import (
     UpdateHandlerFailedError,
     UpdateRejectedError,
     UpdateWaitTimedOutError,
-    WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
 )
 from durable_workflow.executor import intake, readonly, updates
@@ -288,12 +292,7 @@ class StubMessages:
         if done.update is None:
             start = done.start
             assert start is not None
-            raise WorkflowAlreadyStartedError(
-                start.outcome,
-                start.rejection_reason,
-                f"workflow {self._instance_id!r} was already started",
-                command_id=start.command_id,
-            )
+            raise start_rejected_error(start, self._instance_id)
         return self._result_or_raise(name, done.update)
 
     def _handler_failure(self, name: str, result: UpdateResult) -> UpdateHandlerFailedError:

@@ -9,12 +9,15 @@ from durable_workflow.converter import CLIENT, payloads
 from durable_workflow.engine import exception_types
 from durable_workflow.exceptions import (
     CommandRejected,
+    WorkflowAlreadyStartedError,
     WorkflowCancelledError,
     WorkflowClosedError,
+    WorkflowDeduplicatedError,
     WorkflowFailedError,
     WorkflowTerminatedError,
     WorkflowTimedOutError,
 )
+from durable_workflow.executor.deduplication import REASON as DEDUPLICATED
 from durable_workflow.models import RunStatus
 from durable_workflow.results import CommandResult, StartResult, UpdateResult
 from durable_workflow.store import commands
@@ -121,6 +124,27 @@ def start_result(start: Any) -> StartResult:
         instance_id=start.instance_id,
         run_id=str(start.run_id) if start.run_id else None,
         rejection_reason=start.rejection_reason,
+        holder_instance_id=getattr(start, "holder_instance_id", None),
+    )
+
+
+def start_rejected_error(result: StartResult, instance_id: str) -> WorkflowAlreadyStartedError:
+    """What ``start()`` raises for a refused start: the instance id is taken, or (a
+    ``WorkflowDeduplicatedError``) another open run holds the de-duplication id."""
+    if result.rejection_reason == DEDUPLICATED:
+        return WorkflowDeduplicatedError(
+            result.outcome,
+            result.rejection_reason,
+            f"workflow {instance_id!r} was not started: an open run of "
+            f"{result.holder_instance_id!r} holds its deduplication_id",
+            command_id=result.command_id,
+            holder_instance_id=result.holder_instance_id,
+        )
+    return WorkflowAlreadyStartedError(
+        result.outcome,
+        result.rejection_reason,
+        f"workflow {instance_id!r} was already started",
+        command_id=result.command_id,
     )
 
 

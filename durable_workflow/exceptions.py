@@ -550,6 +550,15 @@ class WorkflowAlreadyStartedError(CommandRejected):
     """start() found the instance already started under reject_duplicate."""
 
 
+class WorkflowDeduplicatedError(WorkflowAlreadyStartedError):
+    """start() named a ``deduplication_id`` that an open run of another instance holds
+    (reason ``deduplication_id_in_use``); ``holder_instance_id`` names that instance."""
+
+    def __init__(self, *args: Any, holder_instance_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.holder_instance_id = holder_instance_id
+
+
 class WorkflowCancelled(BaseException):
     """The run was cancelled; derives from BaseException on purpose."""
 

@@ -80,11 +80,14 @@ class StartOptions:
     search_attributes: dict[str, Any] = field(default_factory=dict)
     execution_timeout_seconds: int | None = None
     run_timeout_seconds: int | None = None
+    #: At most one open run holds a given id; another start naming it is rejected.
+    deduplication_id: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
         )
+        check_deduplication_id(self.deduplication_id)
         for name, label in (
             ("execution_timeout_seconds", "execution"),
             ("run_timeout_seconds", "run"),
@@ -126,6 +129,27 @@ class StartOptions:
 
     def with_run_timeout(self, seconds: int | None) -> StartOptions:
         return dataclasses.replace(self, run_timeout_seconds=seconds)
+
+    def with_deduplication_id(self, deduplication_id: str | None) -> StartOptions:
+        return dataclasses.replace(self, deduplication_id=deduplication_id)
+
+
+DEDUPLICATION_ID_MAX_LENGTH = 191
+
+
+def check_deduplication_id(value: object) -> None:
+    """A de-duplication id is caller-supplied: a non-empty printable string, bounded."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or not value.isprintable():
+        raise ConfigurationError(
+            f"deduplication_id must be a non-empty printable string, got {value!r}"
+        )
+    if len(value) > DEDUPLICATION_ID_MAX_LENGTH:
+        raise ConfigurationError(
+            f"deduplication_id is {len(value)} characters long; "
+            f"at most {DEDUPLICATION_ID_MAX_LENGTH} are allowed"
+        )
 
 
 class ParentClosePolicy(StrEnum):

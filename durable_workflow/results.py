@@ -17,6 +17,8 @@ class StartResult:
     instance_id: str
     run_id: str | None
     rejection_reason: str | None = None
+    #: For reason ``deduplication_id_in_use``: the instance whose open run holds the id.
+    holder_instance_id: str | None = None
 
     @property
     def rejected(self) -> bool:

@@ -11,7 +11,7 @@ from durable_workflow import clock, compatibility
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor import deduplication, dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
@@ -34,6 +34,8 @@ class StartOutcome:
     instance_id: str
     run_id: uuid.UUID | None
     rejection_reason: str | None = None
+    #: For ``deduplication_id_in_use``: the instance whose open run holds the id.
+    holder_instance_id: str | None = None
 
 
 @retry_transaction
@@ -76,17 +78,34 @@ def start_workflow(
             return _duplicate(
                 instance.current_run_id, instance_id, options, source, command_metadata, now=now
             )
-        run = runs.create_run(
-            instance_id=instance_id,
-            workflow_type=workflow_type,
-            workflow_class=workflow_class,
-            arguments=encoded,
-            payload_codec=codec,
-            queue=queue or settings.DEFAULT_QUEUE,
-            connection=connection,
-            now=now,
-            extra={**_run_extras(options, now), **(parent or {})},
-        )
+        holder = deduplication.holder(options.deduplication_id)
+        run = None
+        if holder is None:
+            run = deduplication.create_unless_held(
+                options.deduplication_id,
+                instance_id=instance_id,
+                workflow_type=workflow_type,
+                workflow_class=workflow_class,
+                arguments=encoded,
+                payload_codec=codec,
+                queue=queue or settings.DEFAULT_QUEUE,
+                connection=connection,
+                now=now,
+                extra={**_run_extras(options, now), **(parent or {})},
+            )
+        if run is None:
+            command, holder = deduplication.reject(
+                instance_id, options, source, command_metadata, holder, now=now
+            )
+            return StartOutcome(
+                False,
+                "rejected_duplicate",
+                command.id,
+                instance_id,
+                None,
+                deduplication.REASON,
+                holder_instance_id=holder.instance_id if holder else None,
+            )
         command = commands.record_command(
             instance_id=instance_id,
             run_id=run.id,
@@ -200,6 +219,7 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
         "run_timeout_seconds": options.run_timeout_seconds,
         "execution_deadline_at": deadline(options.execution_timeout_seconds),
         "run_deadline_at": deadline(options.run_timeout_seconds),
+        "deduplication_id": options.deduplication_id,
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from durable_workflow.ids import uuid7
-from durable_workflow.models.choices import InstanceStatus, RunStatus
+from durable_workflow.models.choices import TERMINAL_RUN_STATUSES, InstanceStatus, RunStatus
 
 
 class WorkflowInstance(models.Model):
@@ -77,6 +77,8 @@ class WorkflowRun(models.Model):
     #: Sticky affinity: the worker holding this run warm, and until when.
     sticky_worker_id = models.CharField(max_length=191, null=True, blank=True)
     sticky_until = models.DateTimeField(null=True, blank=True)
+    #: ``StartOptions.deduplication_id``: at most one open run holds a given id.
+    deduplication_id = models.CharField(max_length=191, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -86,7 +88,15 @@ class WorkflowRun(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["instance", "run_number"], name="durable_workflow_run_number_unique"
-            )
+            ),
+            # The database, not a read-then-write, decides between two concurrent starts
+            # with one de-duplication id; closing a run frees its id.
+            models.UniqueConstraint(
+                fields=["deduplication_id"],
+                condition=models.Q(deduplication_id__isnull=False)
+                & ~models.Q(status__in=sorted(TERMINAL_RUN_STATUSES)),
+                name="dw_run_deduplication_open",
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "workflow_type"], name="dw_run_status_type"),

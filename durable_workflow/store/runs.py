@@ -128,6 +128,16 @@ def create_run(
     return _run_record(row)
 
 
+def open_run_with_deduplication_id(deduplication_id: str) -> RunRecord | None:
+    """The open run holding a start de-duplication id, if any."""
+    row = (
+        WorkflowRun.objects.filter(deduplication_id=deduplication_id)
+        .exclude(status__in=TERMINAL_RUN_STATUSES)
+        .first()
+    )
+    return _run_record(row) if row else None
+
+
 def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     """Read a run under a row lock: the serialisation point for all progress."""
     return sql.together(WorkflowRun, [lock_statement(run_id)])[0]

@@ -68,6 +68,7 @@ PUBLIC_API = {
     "VersionNotSupported",
     "Workflow",
     "WorkflowAlreadyStartedError",
+    "WorkflowDeduplicatedError",
     "WorkflowCancelled",
     "WorkflowNotFoundError",
     "WorkflowOrmAccessError",

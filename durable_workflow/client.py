@@ -8,6 +8,7 @@ in ``client_messages``; ``result()``'s errors in ``client_results``.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import time
 import uuid
@@ -34,6 +35,7 @@ from durable_workflow.exceptions import (
     WorkflowResultTimeoutError,
 )
 from durable_workflow.executor import intake, start_workflow
+from durable_workflow.executor.archiving import request_archive
 from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
@@ -213,6 +215,20 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         """``attempt_terminate`` that raises ``CommandRejected`` when the command is rejected."""
         return raise_if_rejected(self.attempt_terminate(reason, request_id=request_id), "terminate")
 
+    # --------------------------------------------------------------- archive
+    def attempt_archive(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
+        """Archive the closed run(s): they leave the default run lists, nothing is deleted.
+
+        The instance's closed runs go together (a pinned stub archives its run alone);
+        an open run is refused (``rejected_run_not_closed``), runs already archived give
+        ``archive_not_needed``.
+        """
+        return self._close(request_archive, reason, request_id)
+
+    def archive(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
+        """``attempt_archive`` that raises ``CommandRejected`` when the command is rejected."""
+        return raise_if_rejected(self.attempt_archive(reason, request_id=request_id), "archive")
+
     def _close(self, command: Any, reason: str | None, request_id: Id) -> CommandResult:
         run_id = self._target_run()
         outcome = command(self._instance_id, run_id=run_id, reason=reason, request_id=request_id)
@@ -286,6 +302,10 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
 
     def terminated(self) -> bool:
         return self.status() == RunStatus.TERMINATED
+
+    def archived_at(self) -> dt.datetime | None:
+        """When the run was archived (``None``: it is not)."""
+        return self._run.archived_at if self._run else None
 
     def output(self, *, result_type: Any = None) -> R | None:
         """The return value of a completed run (``None`` otherwise), decoded as the

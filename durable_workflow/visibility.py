@@ -5,6 +5,7 @@
     list_runs(workflow_type="order-processing", status="waiting",
               search_attributes={"customer": "acme", "priority__gte": 3},
               labels={"tenant": "acme"})
+    list_runs(workflow_type="order-processing", archived=True)  # archived runs only
 
 Search-attribute filters take ``key`` (equality) or ``key__<lookup>`` with
 ``gt``, ``gte``, ``lt``, ``lte``, ``in``, ``startswith`` or ``contains``. They
@@ -18,6 +19,7 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.authoring.visibility import check_labels
+from durable_workflow.exceptions import InvalidValueError
 from durable_workflow.store.visibility import filter_runs
 
 
@@ -35,13 +37,18 @@ class RunSummary:
     search_attributes: dict[str, Any]
     started_at: dt.datetime | None
     closed_at: dt.datetime | None
+    archived_at: dt.datetime | None = None
 
 
 def list_runs(**filters: Any) -> list[RunSummary]:
     """Runs matching every given filter, newest first (``limit``/``offset`` page them).
 
     ``labels={"tenant": "acme"}`` keeps runs carrying every given label with that value.
+    Archived runs are left out unless asked for: ``archived=True`` lists only them,
+    ``archived=None`` lists runs whether archived or not.
     """
     if "labels" in filters:
         filters["labels"] = check_labels(filters["labels"])
+    if filters.get("archived", False) not in (True, False, None):
+        raise InvalidValueError("archived must be True, False or None", field="archived")
     return [RunSummary(run_id=str(row.pop("id")), **row) for row in filter_runs(**filters)]

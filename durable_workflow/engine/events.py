@@ -17,6 +17,8 @@ class EventType(StrEnum):
     WORKFLOW_CANCELLED = "WorkflowCancelled"
     WORKFLOW_TERMINATED = "WorkflowTerminated"
     WORKFLOW_CONTINUED_AS_NEW = "WorkflowContinuedAsNew"
+    #: An operator archived the closed run; written after its closing event.
+    WORKFLOW_ARCHIVED = "WorkflowArchived"
     REPAIR_REQUESTED = "RepairRequested"
     CANCEL_REQUESTED = "CancelRequested"
     TERMINATE_REQUESTED = "TerminateRequested"

@@ -71,6 +71,8 @@ class WorkflowRun(models.Model):
     )
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    #: Set when an operator archives the closed run: it leaves the default lists.
+    archived_at = models.DateTimeField(null=True, blank=True)
     last_progress_at = models.DateTimeField(null=True, blank=True)
     #: Compatibility marker of the build that started the run (rolling deploys).
     compatibility = models.CharField(max_length=191, null=True, blank=True)
@@ -103,6 +105,7 @@ class WorkflowRun(models.Model):
             models.Index(fields=["created_at"], name="dw_run_created"),
             models.Index(fields=["business_key"], name="dw_run_business_key"),
             models.Index(fields=["workflow_type", "started_at"], name="dw_run_type_started"),
+            models.Index(fields=["archived_at"], name="dw_run_archived"),
         ]
 
     def __str__(self) -> str:

@@ -41,6 +41,7 @@ class RunRecord:
     compatibility: str | None = None
     sticky_worker_id: str | None = None
     sticky_until: dt.datetime | None = None
+    archived_at: dt.datetime | None = None
     dirty: set[str] = field(default_factory=set, repr=False)
     #: Events appended through this record (this transaction), as a read would return them.
     appended: list[Any] = field(default_factory=list, repr=False, compare=False)

@@ -48,6 +48,7 @@ _RUN_FIELDS = (
     "compatibility",
     "sticky_worker_id",
     "sticky_until",
+    "archived_at",
 )
 
 
@@ -199,6 +200,16 @@ def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
 def current_run(instance_id: str) -> RunRecord | None:
     row = WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
     return _run_record(row) if row else None
+
+
+def unarchived_run_ids(instance_id: str, *, besides: uuid.UUID) -> list[uuid.UUID]:
+    """The instance's runs not archived yet, but ``besides``, oldest first."""
+    return list(
+        WorkflowRun.objects.filter(instance_id=instance_id, archived_at__isnull=True)
+        .exclude(id=besides)
+        .order_by("run_number")
+        .values_list("id", flat=True)
+    )
 
 
 def save_run(run: RunRecord, *, now: dt.datetime) -> None:

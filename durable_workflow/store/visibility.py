@@ -80,11 +80,13 @@ def filter_runs(
     closed_after: Any = None,
     closed_before: Any = None,
     current_only: bool = False,
+    archived: bool | None = False,
     limit: int = 100,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Runs matching every filter, newest first, as plain dicts (one query plus one per
-    search-attribute filter, each an indexed sub-select)."""
+    search-attribute filter, each an indexed sub-select). ``archived``: ``False`` (the
+    default) leaves archived runs out, ``True`` keeps only them, ``None`` keeps both."""
     rows = WorkflowRun.objects.all()
     if workflow_type:
         rows = rows.filter(workflow_type=workflow_type)
@@ -94,6 +96,8 @@ def filter_runs(
         rows = rows.filter(business_key=business_key)
     if instance_id:
         rows = rows.filter(instance_id=instance_id)
+    if archived is not None:
+        rows = rows.filter(archived_at__isnull=not archived)
     for name, bound in (
         ("started_at__gte", started_after),
         ("started_at__lt", started_before),
@@ -127,5 +131,6 @@ def filter_runs(
             "search_attributes",
             "started_at",
             "closed_at",
+            "archived_at",
         )[offset : offset + limit]
     )

@@ -31,3 +31,8 @@ class DurableWorkflowConfig(AppConfig):
         from durable_workflow.transport import worker
 
         worker.connect()
+        if get_settings().PROMETHEUS_METRICS:
+            # Metrics exist before a prefork pool forks; its children clean up on exit.
+            from durable_workflow.contrib.prometheus.registry import connect_celery
+
+            connect_celery()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -125,6 +126,14 @@ class Settings:
     #: Overrides for structural limits (0 disables a check); see ``limit()``.
     STRUCTURAL_LIMITS: dict[str, int] = dataclasses.field(default_factory=dict)
 
+    # --- Metrics (docs/how-to/metrics.md) ---
+    #: Record Prometheus counters and histograms in this process (needs the
+    #: ``prometheus`` extra); the scrape view is ``durable_workflow.contrib.prometheus``.
+    PROMETHEUS_METRICS: bool = False
+    #: A scraper sending ``Authorization: Bearer <this>`` may read the scrape view
+    #: (``None``: only users with the view permission, or a route of your own).
+    PROMETHEUS_SCRAPE_TOKEN: str | None = None
+
     # --- Exception aliases (durable_workflow.exception_aliases; read at app start) ---
     #: Durable type keys of exception classes -> their dotted paths: a failure of such a
     #: class is recorded under the key, and replays as the class the key names now.
@@ -227,6 +236,7 @@ def get_settings() -> Settings:
         raise ConfigurationError(
             "DURABLE_WORKFLOW['UNSAFE_CALLS'] must be 'raise', 'warn' or 'allow'"
         )
+    _check_prometheus(raw)
     types = raw.get("FAILURE_EXCEPTION_TYPES", [])
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):
         raise ConfigurationError(
@@ -261,6 +271,23 @@ def _structural_limits(limits: Any) -> dict[str, int]:
             )
         checked[name] = value
     return checked
+
+
+def _check_prometheus(raw: dict[str, Any]) -> None:
+    enabled = raw.get("PROMETHEUS_METRICS", False)
+    if not isinstance(enabled, bool):
+        raise ConfigurationError("DURABLE_WORKFLOW['PROMETHEUS_METRICS'] must be True or False")
+    token = raw.get("PROMETHEUS_SCRAPE_TOKEN")
+    if token is not None and (not isinstance(token, str) or len(token) < 16):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['PROMETHEUS_SCRAPE_TOKEN'] must be None or a string of "
+            "at least 16 characters"
+        )
+    if enabled and importlib.util.find_spec("prometheus_client") is None:
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['PROMETHEUS_METRICS'] needs prometheus-client: "
+            "pip install 'durable-workflow[prometheus]'"
+        )
 
 
 def _check_compatibility(raw: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ import datetime as dt
 import uuid
 from typing import Any, Protocol
 
-from durable_workflow import logs
+from durable_workflow import logs, observe
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import matches
@@ -139,6 +139,7 @@ def record_final_failure(
         now=now,
     )
     activities.close_execution(execution.id, ActivityStatus.FAILED, now=now)
+    observe.activity_failed(execution, info.category)
     if wake:
         wake_workflow(run, now=now)
     return (

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, logs, registry
+from durable_workflow import clock, logs, observe, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
@@ -238,6 +238,22 @@ def invoke_activity(
     An activity that raised ``CompleteAsync`` returns ``(True, COMPLETES_LATER)``: its
     outcome will come through its task token.
     """
+    started = time.monotonic()
+    ok, value = _invoke_handle(
+        execution, attempt=attempt, payload_codec=payload_codec, heartbeat=heartbeat
+    )
+    outcome = "failed" if not ok else "async" if value is COMPLETES_LATER else "completed"
+    observe.activity_attempt(execution, outcome, time.monotonic() - started)
+    return ok, value
+
+
+def _invoke_handle(
+    execution: ActivityRecord,
+    *,
+    attempt: Attempt,
+    payload_codec: str,
+    heartbeat: Any,
+) -> tuple[bool, Any]:
     from durable_workflow.authoring.activity import ActivityContext, running
 
     try:

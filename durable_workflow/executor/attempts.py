@@ -12,6 +12,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
+from durable_workflow import observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import eager, speculation
@@ -70,6 +71,8 @@ def begin(
     running (``activities.mark_started``).
     """
     assert claimed.lease_id is not None
+    waited = (now - claimed.available_at).total_seconds()
+    observe.task_started("activity", claimed.queue, claimed.connection, waited)
     if not first:
         activities.expire_attempt(execution.current_attempt_id, now=now)
     expires = now + dt.timedelta(seconds=get_settings().ACTIVITY_LEASE_SECONDS)

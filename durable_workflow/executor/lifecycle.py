@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from durable_workflow import observe
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.logs import get_logger
@@ -28,6 +29,7 @@ def append(
 ) -> list[HistoryEvent]:
     """``store.history.append_events`` plus a lifecycle signal per announced event."""
     appended = history.append_events(run, events, now=now)
+    observe.history_appended(run, events)
     for kind, payload in events:
         signal = SIGNAL_OF_EVENT.get(kind)
         if signal is not None and signal.has_listeners():

@@ -11,7 +11,7 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from durable_workflow import clock, logs
+from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle
@@ -36,6 +36,16 @@ class RepairReport:
 
 
 def repair_pass(*, now: dt.datetime | None = None) -> RepairReport:
+    try:
+        report = _repair_pass(now)
+    except Exception:
+        observe.repair_pass(None)
+        raise
+    observe.repair_pass(report)
+    return report
+
+
+def _repair_pass(now: dt.datetime | None) -> RepairReport:
     settings = get_settings()
     now = now or clock.now()
     reclaimed = 0

@@ -18,6 +18,7 @@ import time
 import uuid
 from typing import Any
 
+from durable_workflow import observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.runtime import WorkflowRuntime
 
@@ -75,13 +76,16 @@ class StickyCache:
             entry = self._entries.pop(run_id, None)
         if entry is None:
             self.stats.misses += 1
+            observe.sticky("not_cached")
             return None
         stale = entry.runtime.workflow_class is not workflow_class
         if stale or entry.boundary != boundary or entry.expires < time.monotonic():
             self.stats.forced_cold += 1
+            observe.sticky("stale")
             entry.runtime.dispose()
             return None
         self.stats.hits += 1
+        observe.sticky("hit")
         return entry.runtime
 
     def put(self, run_id: uuid.UUID, runtime: WorkflowRuntime, boundary: int) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, logs
+from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
@@ -111,8 +112,14 @@ def run_once(task_id: Any, *, redelivered: bool = False) -> str:
     parked once it used up ``WORKFLOW_TASK_MAX_ATTEMPTS`` (``failed``); an interrupt is
     not counted, and goes on up."""
     attempt = poison.Attempt(task_id, redelivered=redelivered)
+    started, outcome = time.monotonic(), "error"
     with logs.scope():  # the run is bound once read (``_start_once``)
-        return _run_once(attempt)
+        try:
+            outcome = _run_once(attempt)
+            return outcome
+        finally:
+            workflow_type = logs.current()["dw_workflow_type"]
+            observe.workflow_task(workflow_type, outcome, time.monotonic() - started)
 
 
 def _run_once(attempt: poison.Attempt) -> str:
@@ -217,6 +224,8 @@ def _start_once(attempt: poison.Attempt) -> str | _Pending:
         )
         if claimed is None:
             return "skipped"
+        waited = (now - task.available_at).total_seconds()
+        observe.task_started("workflow", task.queue, task.connection, waited)
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return "skipped"
@@ -292,7 +301,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     if expired_deadline(run, now) is not None:
         return False
     before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
-    runtime = None
+    runtime, started = None, time.monotonic()
     try:
         with logs.run_scope(run), database.atomic():
             row = workflow_task_row(run, now=now)
@@ -325,6 +334,8 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
         return False
     if isinstance(outcome, _Pending):
         eager.offer(eager.PENDING, outcome)
+    named = outcome if isinstance(outcome, str) else "local_activity"
+    observe.workflow_task(run.workflow_type, named, time.monotonic() - started)
     return True
 
 
@@ -477,6 +488,7 @@ def _feed_and_persist(
     start, a signal's outcome), the events are appended and fed back, and the body
     goes on in this same task.
     """
+    observe.replayed(run.workflow_type, len(tail))
     runtime.feed(tail)
     while True:
         commands = runtime.take_commands()

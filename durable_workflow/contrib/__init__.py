@@ -1,0 +1,1 @@
+"""Optional integrations with third-party tools, each behind its own extra."""

@@ -16,6 +16,7 @@ from typing import Any, Generic, overload
 
 from durable_workflow import clock, registry
 from durable_workflow.authoring.protocols import Handles, P, R
+from durable_workflow.client_async import call, pause, twin
 from durable_workflow.client_messages import StubMessages
 from durable_workflow.client_results import (
     closed_error,
@@ -372,8 +373,51 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
             self._raise_if_parked()
             if time.monotonic() >= deadline:
                 break
-            time.sleep(poll_interval)
+            pause(poll_interval)
         return self
+
+    # ------------------------------------------------- awaitable twins (client_async)
+    @overload
+    @classmethod
+    async def amake(
+        cls, workflow: type[Handles[P, R]], instance_id: str | None = None
+    ) -> WorkflowStub[P, R]: ...
+    @overload
+    @classmethod
+    async def amake(
+        cls, workflow: str, instance_id: str | None = None
+    ) -> WorkflowStub[..., Any]: ...
+    @classmethod
+    async def amake(
+        cls, workflow: type | str, instance_id: str | None = None
+    ) -> WorkflowStub[..., Any]:
+        """``make()`` as a coroutine."""
+        return await call(lambda: cls.make(workflow, instance_id))
+
+    @classmethod
+    async def aload(cls, instance_id: str) -> WorkflowStub[..., Any]:
+        """``load()`` as a coroutine."""
+        return await call(cls.load, instance_id)
+
+    @classmethod
+    async def aload_run(cls, run_id: str | uuid.UUID) -> WorkflowStub[..., Any]:
+        """``load_run()`` as a coroutine."""
+        return await call(cls.load_run, run_id)
+
+    astart = twin(start)
+    aattempt_start = twin(attempt_start)
+    arepair = twin(repair)
+    asend_message = twin(send_message)
+    aattempt_cancel = twin(attempt_cancel)
+    acancel = twin(cancel)
+    aattempt_terminate = twin(attempt_terminate)
+    aterminate = twin(terminate)
+    asignal_with_start = twin(signal_with_start)
+    arefresh = twin(refresh)
+    aresult = twin(result)
+    ahistory = twin(history)
+    adescribe = twin(describe)
+    await_ = twin(wait)
 
     def _raise_if_parked(self) -> None:
         """``WorkflowParkedError`` when the run (as last read) is open and parked."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from durable_workflow import registry
 from durable_workflow.authoring.decorators import UpdateMethod
+from durable_workflow.client_async import pause, twin
 from durable_workflow.client_results import (
     command_result,
     start_rejected_error,
@@ -179,7 +180,7 @@ class StubMessages:
                 return latest
             if time.monotonic() >= deadline:
                 return dataclasses.replace(latest, wait_timed_out=True)
-            time.sleep(settings.UPDATE_POLL_INTERVAL_MS / 1000)
+            pause(settings.UPDATE_POLL_INTERVAL_MS / 1000)
 
     @overload
     def update(
@@ -325,6 +326,21 @@ class StubMessages:
         if record is not None and record.status == "completed":
             hint = _update_hint(self._workflow_type, record.update_name)
         return update_result(record, outcome, hint)
+
+    # ------------------------------------------------- awaitable twins (client_async)
+    aattempt_signal = twin(attempt_signal)
+    aattempt_signal_with_arguments = twin(attempt_signal_with_arguments)
+    asignal = twin(signal)
+    aquery = twin(query)
+    aquery_with_arguments = twin(query_with_arguments)
+    asubmit_update = twin(submit_update)
+    aattempt_update = twin(attempt_update)
+    aattempt_update_with_arguments = twin(attempt_update_with_arguments)
+    aupdate = twin(update)
+    asubmit_update_with_start = twin(submit_update_with_start)
+    aattempt_update_with_start = twin(attempt_update_with_start)
+    aupdate_with_start = twin(update_with_start)
+    ainspect_update = twin(inspect_update)
 
 
 def _handler_call(

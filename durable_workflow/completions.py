@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_workflow.client_async import twin
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import ActivityCompletionRejected
 from durable_workflow.executor import async_completion
@@ -57,6 +58,12 @@ class ActivityCompletionHandle:
     def report_cancellation(self) -> None:
         """The work stopped because the workflow asked it to: the attempt ends cancelled."""
         _raise_if_rejected(async_completion.report_cancellation(self._token))
+
+    # awaitable twins, for async code (``client_async``)
+    acomplete = twin(complete)
+    afail = twin(fail)
+    aheartbeat = twin(heartbeat)
+    areport_cancellation = twin(report_cancellation)
 
 
 def activity_completion(task_token: str) -> ActivityCompletionHandle:

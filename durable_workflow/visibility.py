@@ -19,6 +19,7 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.authoring.visibility import check_labels
+from durable_workflow.client_async import call
 from durable_workflow.exceptions import InvalidValueError
 from durable_workflow.store.visibility import filter_runs
 
@@ -52,3 +53,8 @@ def list_runs(**filters: Any) -> list[RunSummary]:
     if filters.get("archived", False) not in (True, False, None):
         raise InvalidValueError("archived must be True, False or None", field="archived")
     return [RunSummary(run_id=str(row.pop("id")), **row) for row in filter_runs(**filters)]
+
+
+async def alist_runs(**filters: Any) -> list[RunSummary]:
+    """``list_runs()`` as a coroutine (for async views)."""
+    return await call(list_runs, **filters)

@@ -111,3 +111,15 @@ def client_side(order: Order) -> None:
     stub.start("not an order")  # type: ignore[call-overload]
     stub.update(OrderWorkflow.retry, "three")  # type: ignore[call-overload]
     stub.signal(OrderWorkflow.on_cancel, 42)  # type: ignore[call-overload]
+
+
+async def async_client_side(order: Order) -> None:
+    stub = await WorkflowStub.amake(OrderWorkflow, "order-1")
+    assert_type(await stub.astart(order), StartResult)
+    assert_type(await stub.aresult(timeout=5), Receipt)
+    assert_type(await stub.aquery(OrderWorkflow.current_stage), str)
+    assert_type(await stub.aupdate(OrderWorkflow.retry, 3), list[int])
+    assert_type(await stub.asignal(OrderWorkflow.on_cancel, "changed my mind"), CommandResult)
+    assert_type(await stub.acancel("no longer needed"), CommandResult)
+    assert_type(await (await WorkflowStub.aload("order-1")).aresult(), Any)
+    await stub.astart("not an order")  # type: ignore[call-overload]

@@ -17,6 +17,12 @@ class ConfigurationError(DurableWorkflowError):
     """The DURABLE_WORKFLOW settings or a class definition are invalid."""
 
 
+class AsyncWorkflowCodeError(ConfigurationError, TypeError):
+    """Workflow code is ``async``: an ``async def`` body or handler, or a durable helper
+    called from a coroutine or a running event loop. Bodies run on synchronous greenlets
+    that replay deterministically (docs/how-to/async.md says why); use an async activity."""
+
+
 class BrokerUnavailable(DurableWorkflowError):
     """A dispatch backend could not reach its broker; sending again later may work."""
 

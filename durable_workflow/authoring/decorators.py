@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from durable_workflow import text
+from durable_workflow.engine.asyncguard import refuse_async_methods
 
 F = Callable[..., Any]
 Fn = TypeVar("Fn", bound=Callable[..., Any])
@@ -30,6 +31,7 @@ class UpdateMethod(Generic[S, P, R]):
         self.__name__ = getattr(fn, "__name__", name)
 
     def validator(self, fn: Fn) -> Fn:
+        refuse_async_methods([(f"the validator of update {self.name!r}", fn)])
         self.validator_fn = fn
         return fn
 
@@ -46,12 +48,14 @@ class UpdateMethod(Generic[S, P, R]):
         return self.fn.__get__(instance, owner)
 
 
-def _named(name: str | F | None, build: Callable[[F, str], Any]) -> Any:
+def _named(name: str | F | None, build: Callable[[F, str], Any], kind: str) -> Any:
     if callable(name):  # used bare: @dw.query
         fn = name
+        refuse_async_methods([(f"@dw.{kind} {fn.__qualname__}", fn)])
         return build(fn, fn.__name__)
 
     def decorate(fn: F) -> Any:
+        refuse_async_methods([(f"@dw.{kind} {getattr(fn, '__qualname__', fn)}", fn)])
         return build(fn, name or fn.__name__)
 
     return decorate
@@ -68,7 +72,7 @@ def query(name: str | F | None = None, /) -> Any:
         fn._dw_query_name = public  # type: ignore[attr-defined]
         return fn
 
-    return _named(name, build)
+    return _named(name, build, "query")
 
 
 @overload
@@ -79,7 +83,7 @@ def update(
 ) -> Callable[[Callable[Concatenate[S, P], R]], UpdateMethod[S, P, R]]: ...
 def update(name: str | F | None = None, /) -> Any:
     """Expose a state-changing method to ``WorkflowStub.update`` under a durable name."""
-    return _named(name, lambda fn, public: UpdateMethod(fn, public))
+    return _named(name, lambda fn, public: UpdateMethod(fn, public), "update")
 
 
 @overload
@@ -93,7 +97,7 @@ def signal(name: str | F | None = None, /) -> Any:
         fn._dw_signal_name = public  # type: ignore[attr-defined]
         return fn
 
-    return _named(name, build)
+    return _named(name, build, "signal")
 
 
 def collect(cls: type) -> None:

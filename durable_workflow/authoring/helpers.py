@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast, overload
 
 from durable_workflow import ids, registry
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
+from durable_workflow.engine.asyncguard import refuse_async_caller
 from durable_workflow.engine.durations import Duration, to_delay
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
@@ -34,6 +35,7 @@ def _runtime(helper: str) -> WorkflowRuntime:
         raise NotInWorkflowError(
             f"durable_workflow.{helper}() can only be called inside a workflow body"
         )
+    refuse_async_caller(f"durable_workflow.{helper}()")
     return runtime
 
 

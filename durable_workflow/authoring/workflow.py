@@ -19,6 +19,7 @@ from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.authoring.saga import SagaMixin
 from durable_workflow.authoring.streams import DEFAULT_STREAM, MessageStream
 from durable_workflow.engine import guards
+from durable_workflow.engine.asyncguard import refuse_async_caller, refuse_async_methods
 from durable_workflow.engine.runtime import WorkflowRuntime, current_runtime
 from durable_workflow.exceptions import ConfigurationError, NotInWorkflowError
 
@@ -58,6 +59,7 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        refuse_async_methods([(f"{cls.__qualname__}.handle()", cls.__dict__.get("handle"))])
         decorators.collect(cls)
         _check_failure_types(cls)
         if cls.unsafe_calls is not None:
@@ -79,6 +81,7 @@ class Workflow(SagaMixin, Generic[HandleP, HandleR]):
         runtime = self._dw_runtime or current_runtime()
         if runtime is None:
             raise NotInWorkflowError("this method only works inside a running workflow")
+        refuse_async_caller(f"{type(self).__name__} workflow methods")
         return runtime
 
     def workflow_id(self) -> str:

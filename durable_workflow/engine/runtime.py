@@ -42,6 +42,7 @@ import greenlet
 from durable_workflow.codec import envelope
 from durable_workflow.converter import handle_signature
 from durable_workflow.engine import failures
+from durable_workflow.engine.asyncguard import refuse_awaitable
 from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.children import Children
 from durable_workflow.engine.commands import (
@@ -367,6 +368,7 @@ class WorkflowRuntime:
         try:
             self.instance = self._factory()
             result = self.instance.handle(*args)
+            refuse_awaitable(result)
             if outbox.closed is None:
                 outbox.closed = (
                     CancelWorkflow(reason=self._cancel_reason)

@@ -26,6 +26,7 @@ from typing import Any, NoReturn, TypeVar
 
 import greenlet
 
+from durable_workflow.engine.asyncguard import refuse_async_caller
 from durable_workflow.exceptions import DurableWorkflowError, QueryCommandError
 
 
@@ -203,6 +204,7 @@ class Scheduler:
     def wait(self, future: Future) -> Any:
         """The future's value (suspending until it resolves), or its failure raised."""
         if not future.done:
+            refuse_async_caller("waiting on a durable operation")
             gr = greenlet.getcurrent()
             future.waiters.append(gr)
             self._waiting[gr] = ([future], False)
@@ -221,6 +223,7 @@ class Scheduler:
         """Block until at least one of ``futures`` is resolved (returns at once if one is)."""
         if any(f.done for f in futures):
             return
+        refuse_async_caller("waiting on durable operations")
         gr = greenlet.getcurrent()
         for future in futures:
             future.waiters.append(gr)

@@ -43,6 +43,7 @@ PUBLIC_API = {
     "upsert_memo",
     "upsert_search_attributes",
     "ActivityTimeoutError",
+    "AsyncWorkflowCodeError",
     "Activity",
     "ActivityCancelled",
     "ActivityFailed",

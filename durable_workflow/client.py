@@ -412,6 +412,8 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
     acancel = twin(cancel)
     aattempt_terminate = twin(attempt_terminate)
     aterminate = twin(terminate)
+    aattempt_archive = twin(attempt_archive)
+    aarchive = twin(archive)
     asignal_with_start = twin(signal_with_start)
     arefresh = twin(refresh)
     aresult = twin(result)

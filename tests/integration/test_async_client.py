@@ -128,6 +128,8 @@ def test_cancel_terminate_and_repair_twins(inline):
         assert (await second.aterminate("operator")).accepted
         assert (await second.arefresh()).status() == "terminated"
         assert (await second.aattempt_terminate()).rejected
+        assert (await second.aarchive("tidy")).accepted
+        assert (await second.arefresh()).archived_at() is not None
         repaired = await first.arepair(reason="test")
         assert repaired.outcome
         assert (await first.adescribe()).instance_id == "close-1"

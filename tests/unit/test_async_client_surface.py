@@ -22,6 +22,7 @@ NO_IO = {
     "cancelled",
     "terminated",
     "output",
+    "archived_at",
 }
 #: Twins that are classmethods (written out, to keep ``make``'s overloads typed).
 CLASS_TWINS = {"amake": "make", "aload": "load", "aload_run": "load_run"}

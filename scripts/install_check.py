@@ -43,11 +43,16 @@ ENCRYPTION_SETTINGS = (
     "'PAYLOAD_ENCRYPTION_KEYS': {'install-check': 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='}}"
 )
 
+#: The prometheus extra, used: the engine records its metrics while the quickstart's workflow
+#: runs through a real worker (the recorder and the Celery hook come from the installed wheel).
+PROMETHEUS_SETTINGS = "DURABLE_WORKFLOW = {**DURABLE_WORKFLOW, 'PROMETHEUS_METRICS': True}"
+
 CASES = [
     Case("redis-extra-on-redis", "redis", REDIS),  # the quickstart as written
     Case("no-extra-on-rabbitmq", "", RABBITMQ),  # AMQP needs no extra
     Case("postgres-and-redis-extras-on-postgresql", "postgres,redis", REDIS, postgres=True),
     Case("encryption-extra-on-redis", "redis,encryption", REDIS, settings=ENCRYPTION_SETTINGS),
+    Case("prometheus-extra-on-redis", "redis,prometheus", REDIS, settings=PROMETHEUS_SETTINGS),
 ]
 
 

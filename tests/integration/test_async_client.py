@@ -14,8 +14,10 @@ from django.db import transaction
 from django.test import AsyncClient
 
 from durable_workflow import (
+    ActivityCompletionRejected,
     WorkflowResultTimeoutError,
     WorkflowStub,
+    activity_completion,
 )
 from durable_workflow.models import Task
 from durable_workflow.visibility import alist_runs
@@ -204,3 +206,35 @@ def test_list_runs_twin_filters_like_list_runs(inline):
         return [run.instance_id for run in await alist_runs(workflow_type="tests.async-tally")]
 
     assert sorted(run(scenario)) == ["list-a", "list-b"]
+
+
+def test_signal_and_update_with_start_twins(inline):
+    async def scenario() -> None:
+        first = await WorkflowStub.amake("tests.async-tally", "with-start-1")
+        both = await first.asignal_with_start("close", start_args=[3])
+        assert both.start is not None and both.start.accepted and both.signal.accepted
+        finishing = asyncio.ensure_future(first.aresult(timeout=30))
+        assert await until_done(finishing, inline.run) == {"total": 3, "doubled": 6}
+
+        second = await WorkflowStub.amake("tests.async-tally", "with-start-2")
+        adding = asyncio.ensure_future(
+            second.aupdate_with_start("add", 4, start_args=[1], wait_timeout=30)
+        )
+        assert await until_done(adding, inline.run) == 5
+        submitted = await second.asubmit_update_with_start("add", 1, start_args=[0])
+        assert submitted.update is not None and submitted.update.accepted
+        attempted = asyncio.ensure_future(
+            second.aattempt_update_with_start("add", 2, start_args=[0], wait_timeout=30)
+        )
+        done = await until_done(attempted, inline.run)
+        assert done.update is not None and done.update.result == 8
+
+    run(scenario)
+
+
+def test_activity_completion_twins_report_like_the_sync_ones():
+    async def scenario() -> None:
+        with pytest.raises(ActivityCompletionRejected):
+            await activity_completion("not-a-token").acomplete({"approved": True})
+
+    run(scenario)

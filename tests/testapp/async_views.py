@@ -19,7 +19,7 @@ async def start(request: HttpRequest, instance_id: str) -> JsonResponse:
 async def add(request: HttpRequest, instance_id: str) -> JsonResponse:
     stub = await WorkflowStub.aload(instance_id)
     amount = json.loads(request.body)["amount"]
-    return JsonResponse({"total": await stub.aupdate("add", amount, wait_timeout=30)})
+    return JsonResponse({"total": await stub.aupdate("add", amount, wait_timeout=90)})
 
 
 async def total(request: HttpRequest, instance_id: str) -> JsonResponse:

@@ -103,3 +103,24 @@ def twin(
     awaitable.__doc__ = f"``{name}()`` as a coroutine; see ``{name}``."
     awaitable.__dw_twin_of__ = name  # type: ignore[attr-defined]
     return awaitable
+
+
+def class_twin(
+    method: Callable[Concatenate[type[S], TP], T],
+) -> classmethod[S, TP, Coroutine[Any, Any, T]]:
+    """The awaitable twin of a classmethod (named ``a<name>``), as ``twin`` does.
+
+    Given the ``classmethod`` object itself (as the class body holds it).
+    """
+    function: Callable[..., Any] = getattr(method, "__func__", method)
+    name = function.__name__
+
+    async def awaitable(cls: type[S], /, *args: TP.args, **kwargs: TP.kwargs) -> T:
+        bound: Callable[TP, T] = getattr(cls, name)
+        return await call(bound, *args, **kwargs)
+
+    awaitable.__name__ = f"a{name}"
+    awaitable.__qualname__ = function.__qualname__.rsplit(".", 1)[0] + "." + awaitable.__name__
+    awaitable.__doc__ = f"``{name}()`` as a coroutine; see ``{name}``."
+    awaitable.__dw_twin_of__ = name  # type: ignore[attr-defined]
+    return classmethod(awaitable)

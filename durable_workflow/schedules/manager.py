@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from durable_workflow import clock, text
+from durable_workflow.client_async import class_twin
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, listing, store, ticker
 from durable_workflow.schedules.access import (
@@ -98,7 +99,7 @@ class ScheduleManager:
 
     @classmethod
     def create_from_spec(
-        cls, *, schedule_id: str, spec: dict[str, Any], action: dict[str, Any], **options: Any
+        cls, /, *, schedule_id: str, spec: dict[str, Any], action: dict[str, Any], **options: Any
     ) -> ScheduleDescription:
         """A schedule from cron expressions and/or intervals; ``action`` names the workflow.
 
@@ -214,6 +215,7 @@ class ScheduleManager:
     @classmethod
     def update(
         cls,
+        /,
         schedule: ScheduleRef,
         *,
         namespace: str | None = None,
@@ -382,6 +384,21 @@ class ScheduleManager:
             override=None if override is None else require_policy(override),
             context=context,
         )
+
+    # ------------------------------------------------ awaitable twins (client_async)
+    acreate = class_twin(create)
+    acreate_from_spec = class_twin(create_from_spec)
+    apause = class_twin(pause)
+    aresume = class_twin(resume)
+    aupdate = class_twin(update)
+    adelete = class_twin(delete)
+    adescribe = class_twin(describe)
+    afind_by_schedule_id = class_twin(find_by_schedule_id)
+    alist = class_twin(list)
+    ahistory = class_twin(history)
+    atrigger = class_twin(trigger)
+    atick = class_twin(tick)
+    abackfill = class_twin(backfill)
 
 
 def _audit(

@@ -238,3 +238,28 @@ def test_activity_completion_twins_report_like_the_sync_ones():
             await activity_completion("not-a-token").acomplete({"approved": True})
 
     run(scenario)
+
+
+def test_schedule_manager_twins(inline):
+    from durable_workflow.schedules import ScheduleManager
+
+    async def scenario() -> None:
+        created = await ScheduleManager.acreate(
+            schedule_id="async-nightly",
+            workflow="tests.async-tally",
+            cron_expression="0 2 * * *",
+            arguments=[0],
+        )
+        assert created.status == "active"
+        assert (await ScheduleManager.apause("async-nightly", reason="test")).status == "paused"
+        assert (await ScheduleManager.aresume("async-nightly")).status == "active"
+        instance_id = await ScheduleManager.atrigger("async-nightly")
+        assert instance_id is not None
+        assert (await WorkflowStub.aload(instance_id)).status() == "pending"
+        assert [s.schedule_id for s in (await ScheduleManager.alist()).schedules] == [
+            "async-nightly"
+        ]
+        assert (await ScheduleManager.adescribe("async-nightly")).fires_count == 1
+        await ScheduleManager.adelete("async-nightly")
+
+    run(scenario)

@@ -123,3 +123,8 @@ async def async_client_side(order: Order) -> None:
     assert_type(await stub.acancel("no longer needed"), CommandResult)
     assert_type(await (await WorkflowStub.aload("order-1")).aresult(), Any)
     await stub.astart("not an order")  # type: ignore[call-overload]
+
+    from durable_workflow.schedules import ScheduleManager
+
+    assert_type(await ScheduleManager.atrigger("nightly"), str | None)
+    await ScheduleManager.apause(42)  # type: ignore[arg-type]

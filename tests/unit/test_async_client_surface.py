@@ -68,3 +68,12 @@ def test_twins_name_and_document_what_they_run():
     assert WorkflowStub.aresult.__qualname__ == "WorkflowStub.aresult"
     assert WorkflowStub.asignal.__qualname__ == "StubMessages.asignal"
     assert "``result()`` as a coroutine" in (WorkflowStub.aresult.__doc__ or "")
+
+
+def test_every_schedule_manager_method_has_a_twin():
+    from durable_workflow.schedules import ScheduleManager
+
+    twins = twins_of(ScheduleManager)
+    for twin in twins:
+        assert inspect.iscoroutinefunction(getattr(ScheduleManager, twin)), twin
+    assert public_methods(ScheduleManager) - set(twins) == set(twins.values())

@@ -24,6 +24,9 @@ class DurableWorkflowConfig(AppConfig):
         configure_from_settings()  # external payload storage driver, if settings name one
         configure_codecs()  # the payload codec chain (compression, encryption), if any
         exception_aliases.configure_from_settings()  # EXCEPTION_TYPES, EXCEPTION_CLASS_ALIASES
+        from durable_workflow import interceptors
+
+        interceptors.configure(interceptors.load(get_settings().INTERCEPTORS))
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")

@@ -8,13 +8,15 @@ in ``client_messages``; ``result()``'s errors in ``client_results``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import math
 import time
 import uuid
 from typing import Any, Generic, overload
 
-from durable_workflow import clock, registry
+from durable_workflow import clock, interceptors, registry
 from durable_workflow.authoring.protocols import Handles, P, R
 from durable_workflow.client_async import call, pause, twin
 from durable_workflow.client_messages import StubMessages
@@ -38,7 +40,9 @@ from durable_workflow.exceptions import (
 from durable_workflow.executor import intake, start_workflow
 from durable_workflow.executor.archiving import request_archive
 from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
+from durable_workflow.headers import check_headers
 from durable_workflow.ids import validate_instance_id
+from durable_workflow.interceptors import CloseWorkflowInput, StartWorkflowInput
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult
@@ -65,6 +69,7 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         self._workflow_type = workflow_type
         self._run = run
         self._pinned = pinned
+        self._headers: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"<WorkflowStub {self._workflow_type} {self._instance_id} {self.status()}>"
@@ -106,6 +111,16 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
             raise WorkflowNotFoundError(f"no workflow run {run_id!r}")
         return cls(run.instance_id, run.workflow_type, run=run, pinned=True)
 
+    def with_headers(self, headers: dict[str, str]) -> WorkflowStub[P, R]:
+        """A copy of this stub whose commands (start, signal, update, query, cancel,
+        terminate) carry ``headers`` besides those it carries already. Refused with
+        ``InvalidHeaderError`` unless it is a small map of safe strings."""
+        stub: WorkflowStub[P, R] = WorkflowStub(
+            self._instance_id, self._workflow_type, run=self._run, pinned=self._pinned
+        )
+        stub._headers = {**self._headers, **check_headers(headers)}
+        return stub
+
     # ------------------------------------------------------------- commands
     @overload
     def start(self, options: StartOptions, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
@@ -142,12 +157,27 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
             options, args = args[-1], args[:-1]
         workflow_cls = _class_or_none(self._workflow_type)
         values = handle_signature(workflow_cls).bind(args, kwargs, f"start({self._workflow_type})")
+        options = options or StartOptions()
+        return interceptors.call(
+            "start_workflow",
+            interceptors.StartWorkflowInput(
+                self._workflow_type,
+                self._instance_id,
+                values,
+                options,
+                headers={**self._headers, **options.headers},
+            ),
+            functools.partial(self._start, workflow_cls),
+        )
+
+    def _start(self, workflow_cls: type | None, input: StartWorkflowInput) -> StartResult:
+        """The innermost link of ``start_workflow``: record the start."""
         outcome = start_workflow(
             instance_id=self._instance_id,
             workflow_type=self._workflow_type,
             workflow_class=class_path(workflow_cls) if workflow_cls else "",
-            arguments=payloads.plain_arguments(values, get_settings().PAYLOAD_CODEC),
-            options=options or StartOptions(),
+            arguments=payloads.plain_arguments(input.args, get_settings().PAYLOAD_CODEC),
+            options=dataclasses.replace(input.options, headers=input.headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
         )
@@ -231,10 +261,29 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         return raise_if_rejected(self.attempt_archive(reason, request_id=request_id), "archive")
 
     def _close(self, command: Any, reason: str | None, request_id: Id) -> CommandResult:
-        run_id = self._target_run()
-        outcome = command(self._instance_id, run_id=run_id, reason=reason, request_id=request_id)
-        self.refresh()
-        return command_result(outcome, self._pinned)
+        kind = "cancel" if command is request_cancel else "terminate"
+
+        def close(input: CloseWorkflowInput) -> CommandResult:
+            outcome = command(
+                self._instance_id,
+                run_id=input.run_id,
+                reason=input.reason,
+                request_id=input.request_id,
+                headers=input.headers,
+            )
+            self.refresh()
+            return command_result(outcome, self._pinned)
+
+        closing = CloseWorkflowInput(
+            kind,
+            self._workflow_type,
+            self._instance_id,
+            self._target_run(),
+            reason,
+            request_id,
+            dict(self._headers),
+        )
+        return interceptors.call(f"{kind}_workflow", closing, close)
 
     # -------------------------------------------------------------- signals
     def signal_with_start(
@@ -254,7 +303,7 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
             signal_name=name,
             signal_arguments=payloads.plain_arguments(signal_args, codec),
             start_arguments=payloads.plain_arguments(start_args or [], codec),
-            options=options or StartOptions(),
+            options=(options or StartOptions()).with_headers(self._headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
         )

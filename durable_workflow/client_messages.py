@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
-from durable_workflow import registry
+from durable_workflow import interceptors, registry
 from durable_workflow.authoring.decorators import UpdateMethod
 from durable_workflow.client_async import pause, twin
 from durable_workflow.client_results import (
@@ -60,6 +60,7 @@ class StubMessages:
     _workflow_type: str
     _run: RunRecord | None
     _pinned: bool
+    _headers: dict[str, str]
 
     def _target_run(self) -> str | None:
         return str(self._run.id) if self._pinned and self._run else None
@@ -83,14 +84,28 @@ class StubMessages:
         ``request_id``: sent again with the same id, the signal is not recorded twice;
         the first outcome comes back.
         """
-        outcome = intake.send_signal(
+
+        def send(input: interceptors.SignalWorkflowInput) -> CommandResult:
+            outcome = intake.send_signal(
+                self._instance_id,
+                input.name,
+                self._plain(input.args),
+                run_id=input.run_id,
+                request_id=input.request_id,
+                headers=input.headers,
+            )
+            return command_result(outcome, self._pinned)
+
+        signal = interceptors.SignalWorkflowInput(
+            self._workflow_type,
             self._instance_id,
+            self._target_run(),
             name,
-            self._plain(arguments),
-            run_id=self._target_run(),
-            request_id=request_id,
+            arguments,
+            request_id,
+            dict(self._headers),
         )
-        return command_result(outcome, self._pinned)
+        return interceptors.call("signal_workflow", signal, send)
 
     @overload
     def signal(
@@ -130,15 +145,51 @@ class StubMessages:
             raise QueryRejectedError(
                 "rejected_not_started", f"workflow {self._instance_id!r} has not started"
             )
-        return readonly.run_query(run, name, self._plain(arguments))[1]
+
+        def ask(input: interceptors.QueryWorkflowInput) -> Any:
+            return readonly.run_query(
+                run, input.name, self._plain(input.args), headers=input.headers
+            )[1]
+
+        query = interceptors.QueryWorkflowInput(
+            self._workflow_type,
+            self._instance_id,
+            str(run.id),
+            name,
+            arguments,
+            dict(self._headers),
+        )
+        return interceptors.call("query_workflow", query, ask)
 
     # -------------------------------------------------------------- updates
     def submit_update(self, name: str, *args: Any) -> UpdateResult:
         """Record the update and return as soon as it is accepted (or rejected)."""
-        outcome = updates.submit_update(
-            self._instance_id, name, self._plain(list(args)), run_id=self._target_run()
+        return self._submit(name, list(args), None)
+
+    def _submit(self, name: str, arguments: Arguments, request_id: str | None) -> UpdateResult:
+        """Submit through the client interceptors (``update_workflow``)."""
+
+        def submit(input: interceptors.UpdateWorkflowInput) -> UpdateResult:
+            outcome = updates.submit_update(
+                self._instance_id,
+                input.name,
+                self._plain(input.args),
+                run_id=input.run_id,
+                request_id=input.request_id,
+                headers=input.headers,
+            )
+            return self._update_result(outcome.record, outcome)
+
+        update = interceptors.UpdateWorkflowInput(
+            self._workflow_type,
+            self._instance_id,
+            self._target_run(),
+            name,
+            arguments,
+            request_id,
+            dict(self._headers),
         )
-        return self._update_result(outcome.record, outcome)
+        return interceptors.call("update_workflow", update, submit)
 
     def attempt_update(
         self, name: str, *args: Any, wait_timeout: float | None = None
@@ -156,14 +207,7 @@ class StubMessages:
     ) -> UpdateResult:
         """``attempt_update`` with a list or map of arguments. ``request_id``: the same id
         again submits nothing and answers for the update the first call submitted."""
-        outcome = updates.submit_update(
-            self._instance_id,
-            name,
-            self._plain(arguments),
-            run_id=self._target_run(),
-            request_id=request_id,
-        )
-        result = self._update_result(outcome.record, outcome)
+        result = self._submit(name, arguments, request_id)
         if not result.accepted or result.update_id is None:
             return result
         return self._wait_for(result, wait_timeout)
@@ -246,7 +290,7 @@ class StubMessages:
             update_name=name,
             update_arguments=payloads.plain_arguments(list(update_args), codec),
             start_arguments=payloads.plain_arguments(start_args or [], codec),
-            options=options or StartOptions.return_existing_active(),
+            options=(options or StartOptions.return_existing_active()).with_headers(self._headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
         )

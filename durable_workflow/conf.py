@@ -163,6 +163,11 @@ class Settings:
     #: Permission an admin user needs to see decoded payloads (None: the page's view permission).
     PAYLOAD_DECODE_PERMISSION: str | None = None
 
+    # --- Interceptors (durable_workflow.interceptors; read at app start) ---
+    #: Interceptor classes (dotted paths or classes), instantiated once with no arguments;
+    #: the first listed is the outermost.
+    INTERCEPTORS: list[Any] = dataclasses.field(default_factory=list)
+
     # --- Determinism guardrails (docs/explanation/replay.md#guarded-calls) ---
     #: What a clock, randomness, environment or I/O call from workflow code does:
     #: ``"raise"`` (fails the workflow task), ``"warn"`` (logs it) or ``"allow"``.
@@ -318,3 +323,7 @@ def _reset(setting: str, **kwargs: Any) -> None:
         policy = raw.get("UNSAFE_CALLS", "raise") if isinstance(raw, dict) else "raise"
         if policy in guards.POLICIES:  # a bad value is refused by get_settings()
             guards.set_default_policy(policy)
+        from durable_workflow import interceptors
+
+        entries = raw.get("INTERCEPTORS", []) if isinstance(raw, dict) else []
+        interceptors.configure(interceptors.load(entries))

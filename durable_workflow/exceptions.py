@@ -44,6 +44,11 @@ class InvalidValueError(DurableWorkflowError, ValueError):
         super().__init__(message)
 
 
+class InvalidHeaderError(InvalidValueError):
+    """A header map a caller or an interceptor passed is not a small map of safe strings
+    (see ``durable_workflow.headers``)."""
+
+
 class InvalidDurationError(DurableWorkflowError, ValueError):
     """A timer or timeout duration could not be understood."""
 

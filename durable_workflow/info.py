@@ -48,6 +48,9 @@ class WorkflowInfo:
     #: upserts so far.
     memo: Mapping[str, Any]
     search_attributes: Mapping[str, Any]
+    #: The headers the run started with (``StartOptions.headers``, a client or parent
+    #: interceptor's), the same on every replay.
+    headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: frozen_mapping({}))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,3 +79,5 @@ class ActivityInfo:
     #: ``None`` for a local activity.
     task_token: str | None
     local: bool = False
+    #: The headers the workflow scheduled the activity with.
+    headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: frozen_mapping({}))

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.headers import check_headers
 
 DEFAULT_BACKOFF = (1, 2, 5, 10, 15, 30, 60, 120)
 
@@ -82,12 +83,17 @@ class StartOptions:
     run_timeout_seconds: int | None = None
     #: At most one open run holds a given id; another start naming it is rejected.
     deduplication_id: str | None = None
+    #: Headers the run starts with (``durable_workflow.headers``): workflow interceptors
+    #: see them in ``handle_workflow`` and ``dw.info().headers`` on every replay.
+    headers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
         )
         check_deduplication_id(self.deduplication_id)
+        headers = check_headers(self.headers, field="StartOptions.headers")
+        object.__setattr__(self, "headers", headers)
         for name, label in (
             ("execution_timeout_seconds", "execution"),
             ("run_timeout_seconds", "run"),
@@ -123,6 +129,10 @@ class StartOptions:
 
     def with_search_attributes(self, attributes: dict[str, Any]) -> StartOptions:
         return dataclasses.replace(self, search_attributes=dict(attributes))
+
+    def with_headers(self, headers: dict[str, str]) -> StartOptions:
+        """These options with ``headers`` laid over the ones they carry."""
+        return dataclasses.replace(self, headers={**self.headers, **headers})
 
     def with_execution_timeout(self, seconds: int | None) -> StartOptions:
         return dataclasses.replace(self, execution_timeout_seconds=seconds)

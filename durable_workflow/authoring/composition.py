@@ -8,13 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from durable_workflow import registry
+from durable_workflow import interceptors, registry
 from durable_workflow.authoring.handles import ChildWorkflowHandle
 from durable_workflow.authoring.helpers import _runtime, _split_options
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.calls import Call
 from durable_workflow.engine.failures import class_path
+from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.engine.selection import SelectionResult
+from durable_workflow.headers import check_headers
 from durable_workflow.options import ChildWorkflowOptions
 
 T = TypeVar("T")
@@ -43,6 +45,7 @@ def _child_call(
         "arguments": bind_call(cls, args, kwargs, f"{helper}({key})"),
         "options": snapshot,
         "result_type": result_hint(cls, result_type),
+        "child_options": options,
     }
 
 
@@ -77,8 +80,7 @@ def child(workflow: type | str, /, *args: Any, **kwargs: Any) -> Any:
     Arguments and the result are typed by the child's ``handle()`` (or
     ``result_type=``).
     """
-    runtime = _runtime("child")
-    return runtime.start_child(**_child_call("child", workflow, args, kwargs))
+    return _start_child(_runtime("child"), _child_call("child", workflow, args, kwargs), True)
 
 
 @overload
@@ -118,8 +120,21 @@ def start_child(workflow: type | str, /, *args: Any, **kwargs: Any) -> ChildWork
     ``WorkflowAlreadyStartedError`` when ``options.instance_id`` is taken.
     """
     runtime = _runtime("start_child")
-    op = runtime.start_child(**_child_call("start_child", workflow, args, kwargs), wait=False)
+    op = _start_child(runtime, _child_call("start_child", workflow, args, kwargs), False)
     return ChildWorkflowHandle(runtime, op)
+
+
+def _start_child(runtime: WorkflowRuntime, call: dict[str, Any], wait: bool) -> Any:
+    """Start the child through the outbound interceptors (``start_child``)."""
+    options = call.pop("child_options")
+
+    def start(input: interceptors.StartChildInput) -> Any:
+        if input.headers:
+            call["options"]["headers"] = check_headers(input.headers)
+        return runtime.start_child(**{**call, "arguments": list(input.args)}, wait=wait)
+
+    started = interceptors.StartChildInput(call["workflow_type"], call["arguments"], options)
+    return interceptors.call("start_child", started, start)
 
 
 execute_child_workflow = child

@@ -12,7 +12,7 @@ import uuid as _uuid
 from collections.abc import Callable
 from typing import Any, TypeVar, cast, overload
 
-from durable_workflow import ids, registry
+from durable_workflow import ids, interceptors, registry
 from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.asyncguard import refuse_async_caller
 from durable_workflow.engine.durations import Duration, to_delay
@@ -23,6 +23,7 @@ from durable_workflow.exceptions import (
     InvalidDurationError,
     NotInWorkflowError,
 )
+from durable_workflow.headers import check_headers
 from durable_workflow.info import WorkflowInfo
 from durable_workflow.options import ActivityOptions, LocalActivityOptions
 
@@ -102,6 +103,7 @@ def schedule_activity(
     else:
         raise TypeError(f"activity() takes an Activity subclass or a type key, not {activity!r}")
     arguments = bind_call(cls, args, kwargs or {}, f"{helper}({type_key})")
+    headers: dict[str, str] = {}
 
     def routing() -> tuple[dict[str, Any], str | None, str | None]:
         # Only a new step needs its options snapshot; replay skips this work.
@@ -114,15 +116,23 @@ def schedule_activity(
         )
         if worker_session is not None:
             snapshot["worker_session"] = dict(worker_session)
+        if headers:
+            snapshot["headers"] = headers
         return snapshot, queue, connection
 
-    return runtime.schedule_activity(
-        activity_type=type_key,
-        activity_class=class_path(cls) if cls else "",
-        arguments=arguments,
-        routing=routing,
-        result_type=result_hint(cls, result_type),
-    )
+    def schedule(input: interceptors.ScheduleActivityInput) -> Any:
+        # Checked here, inside the chain: an interceptor's headers are caller input too.
+        headers.update(check_headers(input.headers))
+        return runtime.schedule_activity(
+            activity_type=type_key,
+            activity_class=class_path(cls) if cls else "",
+            arguments=list(input.args),
+            routing=routing,
+            result_type=result_hint(cls, result_type),
+        )
+
+    scheduled = interceptors.ScheduleActivityInput(type_key, list(arguments), options)
+    return interceptors.call("schedule_activity", scheduled, schedule)
 
 
 execute_activity = activity
@@ -135,8 +145,16 @@ def timer(duration: Duration) -> None:
     fraction of a millisecond rounds up, and a timer never fires early.
     """
     runtime = _runtime("timer")
+    delay = to_delay(duration, now=runtime.now())
     # Inside all()/select() this hands the group its Call: return it, whatever the type says.
-    return cast(None, runtime.timer(to_delay(duration, now=runtime.now())))
+    return cast(
+        None,
+        interceptors.call(
+            "start_timer",
+            interceptors.StartTimerInput(delay),
+            lambda input: runtime.timer(input.seconds),
+        ),
+    )
 
 
 def seconds(n: float) -> None:

@@ -124,6 +124,8 @@ class ContinueAsNew:
     arguments: Envelope
     #: Stream cursors the next run starts from.
     message_cursors: dict[str, int] = field(default_factory=dict)
+    #: Headers the next run starts with (this run's start headers).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import greenlet
 
+from durable_workflow import interceptors
 from durable_workflow.converter import signature_of
 from durable_workflow.engine import failures
 from durable_workflow.engine.commands import ApplySignal, ApplyUpdate, CompleteUpdate
@@ -22,6 +23,7 @@ from durable_workflow.engine.events import EventType, HistoryEvent
 from durable_workflow.engine.scheduler import Abort
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import NonDeterminismError
+from durable_workflow.headers import stored
 
 
 class Inbox:
@@ -63,7 +65,9 @@ class Inbox:
             return
         plain = core.payloads.decode_plain(payload.get("arguments"))
         self.unfinished += 1
-        core.scheduler.spawn(self._run_handler, getattr(instance, handlers[name]), plain)
+        core.scheduler.spawn(
+            self._run_handler, getattr(instance, handlers[name]), plain, name, stored(payload)
+        )
         core.outbox.mark(
             ("signal", signal_id),
             ApplySignal(
@@ -76,9 +80,16 @@ class Inbox:
         handler's greenlet, so a misfit fails the handler, like an error in its body."""
         return self._core.payloads.typed_arguments(plain, signature_of(fn))
 
-    def _run_handler(self, method: Callable[..., Any], plain: Any) -> None:
+    def _run_handler(
+        self, method: Callable[..., Any], plain: Any, name: str, headers: dict[str, str]
+    ) -> None:
         try:
-            method(*self._typed(getattr(method, "__func__", method), plain))
+            args = self._typed(getattr(method, "__func__", method), plain)
+            interceptors.call(
+                "handle_signal",
+                interceptors.HandleSignalInput(self._instance(), name, args, headers),
+                lambda input: method(*input.args),
+            )
         except Abort:
             return
         except greenlet.GreenletExit:
@@ -103,9 +114,16 @@ class Inbox:
         plain = core.payloads.decode_plain(payload.get("arguments"))
         self.unfinished += 1
         self.running_updates[update_id] = name
-        core.scheduler.spawn(self._run_update, update_id, name, handler.fn, plain)
+        core.scheduler.spawn(self._run_update, update_id, name, handler.fn, plain, stored(payload))
 
-    def _run_update(self, update_id: str, name: str, fn: Callable[..., Any], plain: Any) -> None:
+    def _run_update(
+        self,
+        update_id: str,
+        name: str,
+        fn: Callable[..., Any],
+        plain: Any,
+        headers: dict[str, str],
+    ) -> None:
         outbox = self._core.outbox
         outbox.mark(
             ("update_applied", update_id),
@@ -114,7 +132,12 @@ class Inbox:
         done = ("update_completed", update_id)
         try:
             args = self._typed(fn, plain)
-            result = self._core.payloads.encode(fn(self._instance(), *args), "update result")
+            value = interceptors.call(
+                "handle_update",
+                interceptors.HandleUpdateInput(self._instance(), name, update_id, args, headers),
+                lambda input: fn(input.workflow, *input.args),
+            )
+            result = self._core.payloads.encode(value, "update result")
         except Abort:
             return
         except greenlet.GreenletExit:

@@ -15,6 +15,7 @@ def workflow_info(
     workflow_id: str,
     run_id: str,
     task_attempt: int,
+    headers: dict[str, str] | None = None,
 ) -> WorkflowInfo:
     """The run as of the event being delivered: ``WorkflowStarted``'s facts, the history
     so far, and memo and search attributes as the body's upserts left them."""
@@ -35,4 +36,5 @@ def workflow_info(
         queue=payload.get("queue"),
         memo=frozen_mapping(visibility["memo"]),
         search_attributes=frozen_mapping(visibility["search_attributes"]),
+        headers=frozen_mapping(headers),
     )

@@ -39,6 +39,7 @@ from typing import Any
 
 import greenlet
 
+from durable_workflow import interceptors
 from durable_workflow.codec import envelope
 from durable_workflow.converter import handle_signature
 from durable_workflow.engine import failures
@@ -76,6 +77,7 @@ from durable_workflow.engine.sync import Permits
 from durable_workflow.engine.versions import Versions
 from durable_workflow.engine.waits import Waits
 from durable_workflow.exceptions import NonDeterminismError, WorkflowCancelled
+from durable_workflow.headers import stored
 from durable_workflow.info import WorkflowInfo
 from durable_workflow.text import text_of
 
@@ -104,6 +106,8 @@ class WorkflowRuntime:
         self.unfed: list[HistoryEvent] = []
         self._factory = factory
         self._cancel_reason: str | None = None
+        #: The headers the run started with (``WorkflowStarted``).
+        self.start_headers: dict[str, str] = {}
         self._cancel_requested = False
         #: The attempt of the workflow task feeding this runtime (set by the executor).
         self.task_attempt = 1
@@ -295,6 +299,7 @@ class WorkflowRuntime:
             kind: dict(event.payload.get(kind) or {}) for kind in ("memo", "search_attributes")
         }
         self._ledger.started_fingerprint = event.payload.get("workflow_definition_fingerprint")
+        self.start_headers = stored(event.payload)
         self._streams.cursors.update(event.payload.get("message_cursors") or {})
         # Decoded here, not in the body: a payload that cannot be read (or does not fit
         # handle()'s annotations) fails the workflow task, which a fix can repair.
@@ -367,7 +372,13 @@ class WorkflowRuntime:
         outbox = self._outbox
         try:
             self.instance = self._factory()
-            result = self.instance.handle(*args)
+            result = interceptors.call(
+                "handle_workflow",
+                interceptors.HandleWorkflowInput(
+                    self.instance, list(args), dict(self.start_headers)
+                ),
+                _run_handle,
+            )
             refuse_awaitable(result)
             if outbox.closed is None:
                 outbox.closed = (
@@ -382,6 +393,7 @@ class WorkflowRuntime:
                 outbox.closed = ContinueAsNew(
                     arguments=request.arguments,
                     message_cursors=dict(self._streams.cursors),
+                    headers=dict(self.start_headers),
                 )
         except greenlet.GreenletExit:
             raise
@@ -415,6 +427,7 @@ class WorkflowRuntime:
             workflow_id=self.workflow_id,
             run_id=self.run_id,
             task_attempt=self.task_attempt,
+            headers=self.start_headers,
         )
 
     def child_run_id(self, step: int) -> str | None:
@@ -433,6 +446,11 @@ class WorkflowRuntime:
     def dispose(self) -> None:
         """Unwind every suspended greenlet deliberately (runs user finally blocks)."""
         self._scheduler.dispose()
+
+
+def _run_handle(input: interceptors.HandleWorkflowInput) -> Any:
+    """The innermost link of ``handle_workflow``: the body itself."""
+    return input.workflow.handle(*input.args)
 
 
 def current_runtime() -> WorkflowRuntime | None:

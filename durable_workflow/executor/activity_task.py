@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import time
 import uuid
 from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, logs, observe, registry
+from durable_workflow import clock, interceptors, logs, observe, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import ACTIVITY, handle_signature, payloads
 from durable_workflow.engine.events import EventType
@@ -43,6 +44,7 @@ from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
 from durable_workflow.executor.lease_keeper import keeper
+from durable_workflow.headers import stored
 from durable_workflow.info import ActivityInfo, frozen_mapping
 from durable_workflow.logs import get_logger
 from durable_workflow.models import (
@@ -223,6 +225,7 @@ def attempt_info(execution: ActivityRecord, attempt: Attempt) -> ActivityInfo:
         queue=execution.queue,
         task_token=None if attempt.local else tokens.make(execution.id, attempt.attempt_id),
         local=attempt.local,
+        headers=frozen_mapping(stored(options)),
     )
 
 
@@ -273,13 +276,16 @@ def _invoke_handle(
             info=attempt_info(execution, attempt),
         )
         with running(context):
-            if execution.activity_type in hooks.activity_mocks:
-                mock = hooks.activity_mocks[execution.activity_type]
-                result = mock(context, *(arguments or [])) if callable(mock) else mock
-            else:
+            instance = None
+            if execution.activity_type not in hooks.activity_mocks:
                 instance = cls()
                 instance._dw_context = context
-                result = instance.handle(*(arguments or []))
+            executing = interceptors.ExecuteActivityInput(
+                instance, list(arguments or []), context.info, dict(context.info.headers)
+            )
+            result = interceptors.call(
+                "execute_activity", executing, functools.partial(_execute, execution, context)
+            )
         return True, payloads.encode_value(result, payload_codec, "result")
     except CompleteAsync:
         if attempt.local:
@@ -289,6 +295,16 @@ def _invoke_handle(
         raise  # the process is stopping: the caller hands the task back, uncounted
     except BaseException as exc:  # an activity failure is data, not a crash
         return False, exc
+
+
+def _execute(
+    execution: ActivityRecord, context: Any, input: interceptors.ExecuteActivityInput
+) -> Any:
+    """The innermost link of ``execute_activity``: the activity's ``handle()`` (or its mock)."""
+    if input.activity is None:
+        mock = hooks.activity_mocks[execution.activity_type]
+        return mock(context, *input.args) if callable(mock) else mock
+    return input.activity.handle(*input.args)
 
 
 @retry_transaction

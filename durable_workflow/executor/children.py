@@ -16,6 +16,7 @@ from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor.common import wake_for_news
+from durable_workflow.headers import with_headers
 from durable_workflow.models import ChildCallStatus
 from durable_workflow.store import children
 from durable_workflow.store.records import RunRecord
@@ -49,6 +50,7 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
         "parent_close_policy": policy,
         **(command.group or {}),
     }
+    with_headers(scheduled, options.get("headers"))
     started = start_workflow(
         instance_id=instance_id,
         workflow_type=command.workflow_type,
@@ -56,7 +58,7 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
         arguments=[],
         encoded_arguments=command.arguments,
         payload_codec=run.payload_codec,
-        options=StartOptions(),
+        options=StartOptions(headers=options.get("headers") or {}),
         queue=options.get("queue"),
         connection=options.get("connection"),
         source="parent_workflow",

@@ -7,6 +7,7 @@ from typing import Any
 
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import lifecycle
+from durable_workflow.headers import with_headers
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus, WorkflowRun
 from durable_workflow.store import activities, messages, runs, sql, tasks
 from durable_workflow.store import children as child_store
@@ -155,12 +156,13 @@ def continue_as_new(
     arguments: dict[str, Any],
     cursors: dict[str, int] | None = None,
     *,
+    headers: dict[str, str] | None = None,
     now: dt.datetime,
 ) -> list[Event]:
     """Close this run ``completed``/``continued`` and start the next run of the instance.
 
     The new run inherits visibility (business key, labels, memo, search
-    attributes), the execution deadline (the run deadline starts afresh), the
+    attributes), the start headers, the execution deadline (the run deadline starts afresh), the
     parent link, and every signal, update and message that was received but not
     yet consumed, in the order this run received them.
     """
@@ -219,7 +221,7 @@ def continue_as_new(
     lifecycle.append(
         following,
         [
-            (EventType.WORKFLOW_STARTED, started),
+            (EventType.WORKFLOW_STARTED, with_headers(started, headers)),
             *messages.carry_pending_inputs(run.id, following.id),
         ],
         now=now,

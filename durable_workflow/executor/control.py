@@ -12,6 +12,7 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import close_as
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
@@ -135,11 +136,13 @@ def _close_command(
     reason: str | None,
     source: str,
     request_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> CloseOutcome:
     from durable_workflow.executor.intake import check_request_id, repeated_request, resolve_target
 
     check_reason(reason)
     check_request_id(request_id)
+    headers = check_headers(headers)
     now = clock.now()
     command_type = CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE
     with database.atomic():
@@ -160,12 +163,12 @@ def _close_command(
             rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
             source=source,
             reason=reason or "",
-            payload={} if request_id is None else {"request_id": request_id},
+            payload=with_headers({} if request_id is None else {"request_id": request_id}, headers),
             metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
             now=now,
         )
         if accepted and run is not None:
-            requested = {"command_id": str(command.id), "reason": reason}
+            requested = with_headers({"command_id": str(command.id), "reason": reason}, headers)
             if kind == "terminate":
                 events = [(EventType.TERMINATE_REQUESTED, requested)]
                 events += close_as(
@@ -217,6 +220,7 @@ def request_cancel(
     reason: str | None = None,
     source: str = "client",
     request_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> CloseOutcome:
     """Ask the run to stop: ``WorkflowCancelled`` is raised in the body at its next step.
 
@@ -225,7 +229,13 @@ def request_cancel(
     cancelled with its event.
     """
     return _close_command(
-        "cancel", instance_id, run_id=run_id, reason=reason, source=source, request_id=request_id
+        "cancel",
+        instance_id,
+        run_id=run_id,
+        reason=reason,
+        source=source,
+        request_id=request_id,
+        headers=headers,
     )
 
 
@@ -237,6 +247,7 @@ def request_terminate(
     reason: str | None = None,
     source: str = "client",
     request_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> CloseOutcome:
     """Close the run at once; no more workflow code runs."""
     return _close_command(
@@ -246,4 +257,5 @@ def request_terminate(
         reason=reason,
         source=source,
         request_id=request_id,
+        headers=headers,
     )

@@ -15,6 +15,7 @@ from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.exceptions import InvalidValueError, WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
@@ -139,6 +140,7 @@ def send_signal(
     source: str = "client",
     metadata: dict[str, Any] | None = None,
     request_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> SignalOutcome:
     """Record a signal for the instance's current run (or the pinned ``run_id``).
 
@@ -147,6 +149,7 @@ def send_signal(
     """
     check_name(name, field="signal name")
     check_request_id(request_id)
+    headers = check_headers(headers)
     now = clock.now()
     with database.atomic():
         run, rejection = resolve_target(instance_id, run_id)
@@ -163,7 +166,15 @@ def send_signal(
                 "pending_signal_count", messages.pending_signal_count(run.id), run_id=run.id
             )
         return _record_signal(
-            instance_id, run, name, values, rejection, source, metadata or {}, now=now
+            instance_id,
+            run,
+            name,
+            values,
+            rejection,
+            source,
+            metadata or {},
+            now=now,
+            headers=headers,
         )
 
 
@@ -190,6 +201,7 @@ def _record_signal(
     metadata: dict[str, Any],
     *,
     now: dt.datetime,
+    headers: dict[str, str] | None = None,
 ) -> SignalOutcome:
     codec = run.payload_codec if run else get_settings().PAYLOAD_CODEC
     encoded = envelope.encode(values, codec) if rejection is None else {}
@@ -202,7 +214,7 @@ def _record_signal(
         outcome="signal_received" if accepted else rejection.outcome,  # type: ignore[union-attr]
         rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
         source=source,
-        payload={"signal_name": name, **metadata},
+        payload=with_headers({"signal_name": name, **metadata}, headers),
         metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
         now=now,
     )
@@ -223,12 +235,15 @@ def _record_signal(
             [
                 (
                     EventType.SIGNAL_RECEIVED,
-                    {
-                        "signal_id": str(signal_id),
-                        "signal_name": name,
-                        "arguments": encoded,
-                        "command_id": str(command.id),
-                    },
+                    with_headers(
+                        {
+                            "signal_id": str(signal_id),
+                            "signal_name": name,
+                            "arguments": encoded,
+                            "command_id": str(command.id),
+                        },
+                        headers,
+                    ),
                 )
             ],
             now=now,
@@ -299,5 +314,12 @@ def signal_with_start(
             source=source,
             command_metadata=group,
         )
-        signal = send_signal(instance_id, signal_name, values, source=source, metadata=group)
+        signal = send_signal(
+            instance_id,
+            signal_name,
+            values,
+            source=source,
+            metadata=group,
+            headers=getattr(options, "headers", None),
+        )
     return SignalWithStartOutcome(start=start, signal=signal)

@@ -354,7 +354,9 @@ def _close(run: RunRecord, closed: c.CloseCommand, *, now: dt.datetime) -> list[
             now=now,
         )
     if isinstance(closed, c.ContinueAsNew):
-        return continue_as_new(run, closed.arguments, closed.message_cursors, now=now)
+        return continue_as_new(
+            run, closed.arguments, closed.message_cursors, headers=closed.headers, now=now
+        )
     if isinstance(closed, c.CompleteWorkflow):
         run.set(
             status=RunStatus.COMPLETED,

@@ -11,7 +11,7 @@ import traceback as tb
 from collections.abc import Callable
 from typing import Any
 
-from durable_workflow import contracts, registry
+from durable_workflow import contracts, interceptors, registry
 from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime
@@ -23,6 +23,7 @@ from durable_workflow.exceptions import (
 )
 from durable_workflow.executor import hooks
 from durable_workflow.executor.common import failure_types, orm_guard
+from durable_workflow.headers import check_headers
 from durable_workflow.store import history
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name, text_of
@@ -90,9 +91,13 @@ def query_method(run: RunRecord, name: str) -> tuple[str, str]:
     )
 
 
-def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
-    """Answer a query against committed history; returns (durable name, result)."""
+def run_query(
+    run: RunRecord, name: str, arguments: Any, *, headers: dict[str, str] | None = None
+) -> tuple[str, Any]:
+    """Answer a query against committed history; returns (durable name, result).
+    The workflow's inbound interceptors see it (``handle_query``) with ``headers``."""
     check_name(name, field="query name")
+    headers = check_headers(headers)
     try:
         public, attr = query_method(run, name)
     except UnknownTypeError:
@@ -114,7 +119,14 @@ def run_query(run: RunRecord, name: str, arguments: Any) -> tuple[str, Any]:
             validation_errors=errors,
         ) from None
     try:
-        return public, call_on_replayed(run, lambda instance: getattr(instance, attr)(*values))
+        return public, call_on_replayed(
+            run,
+            lambda instance: interceptors.call(
+                "handle_query",
+                interceptors.HandleQueryInput(instance, public, list(values), headers),
+                lambda input: getattr(input.workflow, attr)(*input.args),
+            ),
+        )
     except CallFailed as exc:
         cause = exc.__cause__
         assert cause is not None

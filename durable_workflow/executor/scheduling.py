@@ -18,6 +18,7 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, eager, local_activities
 from durable_workflow.executor.common import check_limit, worker_id
 from durable_workflow.executor.timeouts import schedule_deadlines
+from durable_workflow.headers import with_headers
 from durable_workflow.models import TaskStatus, TaskType
 from durable_workflow.store import activities, tasks
 from durable_workflow.store.records import RunRecord
@@ -60,6 +61,7 @@ class ActivityBatch:
             "activity_class": command.activity_class,
             **(command.group or {}),
         }
+        with_headers(payload, command.options.get("headers"))
         if local:  # runs in this process: no activity task, no queue
             payload.update(execution_mode="local", local_activity=True)
             return [(EventType.ACTIVITY_SCHEDULED, payload)]

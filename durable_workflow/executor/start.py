@@ -13,6 +13,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import deduplication, dispatch, lifecycle
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.headers import with_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -114,7 +115,9 @@ def start_workflow(
             outcome="started_new",
             source=source,
             now=now,
-            payload={"workflow_type": workflow_type, **(command_metadata or {})},
+            payload=with_headers(
+                {"workflow_type": workflow_type, **(command_metadata or {})}, options.headers
+            ),
         )
         fingerprint = _fingerprint(workflow_type)
         run.set(workflow_definition_fingerprint=fingerprint)
@@ -149,7 +152,7 @@ def start_workflow(
             run,
             [
                 (EventType.START_ACCEPTED, {"command_id": str(command.id)}),
-                (EventType.WORKFLOW_STARTED, started),
+                (EventType.WORKFLOW_STARTED, with_headers(started, options.headers)),
                 *(lineage_events or []),
             ],
             now=now,

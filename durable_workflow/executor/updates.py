@@ -21,6 +21,7 @@ from durable_workflow.executor.intake import (
     resolve_target,
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
+from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.messages import UpdateRecord
@@ -124,11 +125,13 @@ def submit_update(
     source: str = "client",
     metadata: dict[str, Any] | None = None,
     request_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> UpdateOutcome:
     """Accept or reject an update on the run; ``metadata`` joins its command's payload.
     A ``request_id`` the instance took an update under already answers that update."""
     check_name(name, field="update name")
     check_request_id(request_id)
+    headers = check_headers(headers)
     now = clock.now()
     if request_id is not None:
         metadata = {**(metadata or {}), "request_id": request_id}
@@ -150,7 +153,7 @@ def submit_update(
             outcome="" if accepted else rejection.outcome,  # type: ignore[union-attr]
             rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
             source=source,
-            payload={"update_name": public, **(metadata or {})},
+            payload=with_headers({"update_name": public, **(metadata or {})}, headers),
             metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
             now=now,
         )
@@ -176,12 +179,15 @@ def submit_update(
         if accepted:
             event = (
                 EventType.UPDATE_ACCEPTED,
-                {
-                    "update_id": str(record.id),
-                    "update_name": public,
-                    "arguments": encoded,
-                    "command_id": str(command.id),
-                },
+                with_headers(
+                    {
+                        "update_id": str(record.id),
+                        "update_name": public,
+                        "arguments": encoded,
+                        "command_id": str(command.id),
+                    },
+                    headers,
+                ),
             )
             wake_workflow(run, now=now)
         else:
@@ -293,6 +299,11 @@ def update_with_start(
         if not start.accepted:
             return UpdateWithStartOutcome(start=start, update=None)
         update = submit_update(
-            instance_id, update_name, update_arguments, source=source, metadata=group
+            instance_id,
+            update_name,
+            update_arguments,
+            source=source,
+            metadata=group,
+            headers=getattr(options, "headers", None),
         )
     return UpdateWithStartOutcome(start=start, update=update)

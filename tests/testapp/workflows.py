@@ -259,6 +259,7 @@ from tests.testapp import (  # noqa: E402
     messaging,  # noqa: F401
     patterns,  # noqa: F401
     sessions,  # noqa: F401
+    tenancy,  # noqa: F401
     testing_workflows,  # noqa: F401
     unsafe,  # noqa: F401
     versioned,  # noqa: F401

@@ -13,6 +13,12 @@ import durable_workflow
 PACKAGE = pathlib.Path(durable_workflow.__file__).parent
 
 PUBLIC_API = {
+    "ActivityInboundInterceptor",
+    "ClientInterceptor",
+    "Interceptor",
+    "InvalidHeaderError",
+    "WorkflowInboundInterceptor",
+    "WorkflowOutboundInterceptor",
     "ModelRef",
     "register_converter",
     "MessageFailedError",

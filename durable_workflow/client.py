@@ -261,6 +261,12 @@ class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
         return raise_if_rejected(self.attempt_archive(reason, request_id=request_id), "archive")
 
     def _close(self, command: Any, reason: str | None, request_id: Id) -> CommandResult:
+        if command is request_archive:  # bookkeeping on closed runs: no headers, no chain
+            outcome = command(
+                self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
+            )
+            self.refresh()
+            return command_result(outcome, self._pinned)
         kind = "cancel" if command is request_cancel else "terminate"
 
         def close(input: CloseWorkflowInput) -> CommandResult:

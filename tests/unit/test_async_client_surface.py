@@ -23,6 +23,7 @@ NO_IO = {
     "terminated",
     "output",
     "archived_at",
+    "with_headers",
 }
 #: Twins that are classmethods (written out, to keep ``make``'s overloads typed).
 CLASS_TWINS = {"amake": "make", "aload": "load", "aload_run": "load_run"}

@@ -89,6 +89,7 @@ from durable_workflow.exceptions import (
     QueryFailedError,
     QueryHandlerFailedError,
     QueryRejectedError,
+    ResetRefusedError,
     SignalFailedError,
     SignalRejectedError,
     StructuralLimitExceeded,
@@ -132,6 +133,7 @@ from durable_workflow.options import (
 )
 from durable_workflow.results import (
     CommandResult,
+    ResetResult,
     SignalWithStartResult,
     StartResult,
     UpdateResult,
@@ -207,6 +209,8 @@ __all__ = [
     "QueryFailedError",
     "QueryHandlerFailedError",
     "QueryRejectedError",
+    "ResetRefusedError",
+    "ResetResult",
     "SelectionResult",
     "Semaphore",
     "SignalFailedError",

@@ -27,6 +27,7 @@ from durable_workflow.client_results import (
     start_rejected_error,
     start_result,
 )
+from durable_workflow.client_rewind import StubRewind
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import CLIENT, handle_signature, payloads
 from durable_workflow.description import WorkflowDescription
@@ -54,7 +55,7 @@ from durable_workflow.testing.kit import StubTestKit
 Id = str | None
 
 
-class WorkflowStub(StubTestKit, StubMessages, Generic[P, R]):
+class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     """A handle on one workflow instance (and, after ``load_run``, one pinned run)."""
 
     def __init__(

@@ -588,3 +588,15 @@ class CompleteAsync(BaseException):
 class ActivityCompletionRejected(CommandRejected):
     """A completion, failure or heartbeat through a task token was refused (an invalid
     token, an attempt that timed out or was retried, an activity already closed, ...)."""
+
+
+class ResetRefusedError(DurableWorkflowError):
+    """A reset or fork was refused before anything was written.
+
+    ``reason`` is a machine-readable code (``unknown_event``, ``continued_as_new``,
+    ``not_current_run``, ``child_in_flight``...; the API reference lists them all).
+    """
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        self.reason = reason
+        super().__init__(message or reason)

@@ -99,3 +99,26 @@ class UpdateWithStartResult:
     @property
     def accepted(self) -> bool:
         return self.update is not None and self.update.accepted
+
+
+@dataclasses.dataclass(frozen=True)
+class ResetResult:
+    """What ``WorkflowStub.reset()`` / ``fork()`` did (or, with ``dry_run``, would do).
+
+    ``reset_point`` is what both runs record: the point's ``kind``, the ``event`` it
+    names, the ``cut`` (first old sequence not kept), ``kept_events``,
+    ``reissued_steps`` and ``reapplied_signals``.
+    """
+
+    instance_id: str
+    #: The new run (``None`` for a dry run).
+    run_id: str | None
+    #: The run the new one starts from.
+    reset_from_run_id: str
+    reset_point: dict[str, Any]
+    #: ``reset`` or ``fork``.
+    kind: str
+    dry_run: bool = False
+    #: The old run was open and was terminated (reason ``reset``).
+    terminated_old_run: bool = False
+    command_id: str | None = None

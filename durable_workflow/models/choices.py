@@ -75,6 +75,8 @@ class CommandType(models.TextChoices):
     CANCEL = "cancel"
     TERMINATE = "terminate"
     ARCHIVE = "archive"
+    RESET = "reset"
+    FORK = "fork"
 
 
 class CommandStatus(models.TextChoices):

@@ -69,6 +69,15 @@ class WorkflowRun(models.Model):
     continued_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continued_as"
     )
+    #: Rewind lineage: the run this one was reset (or forked) from, the run a reset
+    #: of this one started, and the point (``engine.rewind.Plan.describe``).
+    reset_from_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reset_to_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reset_point = models.JSONField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     #: Set when an operator archives the closed run: it leaves the default lists.

@@ -88,3 +88,26 @@ def append_events(
     _EVENTS.insert(rows, defer=True)
     run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)
     return appended
+
+
+def copy_events(run: RunRecord, events: Sequence[Event]) -> None:
+    """Insert ``events`` (another run's, as a reset keeps them) at the run's next
+    sequences, each with its own ``recorded_at``: replay's clock reads the time an
+    event was recorded, so the new run replays the same times the old one did."""
+    if not events:
+        return
+    rows, size, sequence = [], 0, run.next_sequence
+    for event in events:
+        rows.append(
+            {
+                "run_id": run.id,
+                "sequence": sequence,
+                "event_type": event.event_type,
+                "payload": event.payload,
+                "recorded_at": event.recorded_at,
+            }
+        )
+        size += len(json.dumps(event.payload, separators=(",", ":")))
+        sequence += 1
+    _EVENTS.insert(rows, defer=True)
+    run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)

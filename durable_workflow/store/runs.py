@@ -257,3 +257,17 @@ def runs_past_deadline(*, now: dt.datetime, limit: int) -> list[uuid.UUID]:
         .filter(Q(execution_deadline_at__lte=now) | Q(run_deadline_at__lte=now))
         .values_list("id", flat=True)[:limit]
     )
+
+
+def record_reset(run_id: uuid.UUID, *, reset_to: uuid.UUID, point: dict[str, Any]) -> None:
+    """Point an old run at the run a reset of it started."""
+    WorkflowRun.objects.filter(id=run_id).update(reset_to_run_id=reset_to, reset_point=point)
+
+
+def lineage(run_id: uuid.UUID | str) -> dict[str, Any] | None:
+    """A run's rewind lineage: ``reset_from_run_id``, ``reset_to_run_id``, ``reset_point``."""
+    return (
+        WorkflowRun.objects.filter(id=run_id)
+        .values("reset_from_run_id", "reset_to_run_id", "reset_point")
+        .first()
+    )

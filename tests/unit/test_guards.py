@@ -25,6 +25,8 @@ PUBLIC_API = {
     "ModelInstanceNotFoundError",
     "QueryHandlerFailedError",
     "QueryRejectedError",
+    "ResetRefusedError",
+    "ResetResult",
     "SignalFailedError",
     "SignalRejectedError",
     "UpdateHandlerFailedError",

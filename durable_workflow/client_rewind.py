@@ -15,7 +15,6 @@ class StubRewind:
     _run: Any
     _pinned: bool
 
-
     def reset(
         self, to: str | int = "last_workflow_task", *, reason: str = "", dry_run: bool = False
     ) -> ResetResult:

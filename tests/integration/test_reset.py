@@ -174,7 +174,7 @@ def test_an_event_point_never_splits_a_workflow_task(inline):
     stub = start("tests.rewind", "rw-split", 1)
     inline.run()
     history = stub.history()
-    completed = [e.sequence for e in history if e.event_type == "WorkflowCompleted"][0]
+    completed = next(e.sequence for e in history if e.event_type == "WorkflowCompleted")
     second = [e.sequence for e in history if e.event_type == "ActivityScheduled"][-1]
     # The task that wrote WorkflowCompleted wrote nothing else: the cut is right there.
     assert stub.reset(completed, dry_run=True).reset_point["cut"] == completed
@@ -221,7 +221,7 @@ def test_a_signal_kept_but_not_applied_by_the_point_is_applied_by_the_new_run(in
     stub.signal("note", "kept")
     inline.run()
     rewind.FIX["charge"] = True
-    received = [e.sequence for e in stub.history() if e.event_type == "SignalReceived"][0]
+    received = next(e.sequence for e in stub.history() if e.event_type == "SignalReceived")
     result = stub.reset(received + 1)  # keeps the SignalReceived, cuts before its task
     inline.run()
     assert stub.refresh().output() == {"first": 2, "second": 20, "notes": ["kept"]}

@@ -7,6 +7,7 @@ as a fresh run of the same inputs does, and its history must replay clean.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -306,3 +307,54 @@ def test_children_in_flight_and_child_runs_are_refused(inline):
     )
     child = WorkflowStub.load_run(child_row.id)
     assert _refusal(lambda: child.reset("start")) == "child_run"
+
+
+def test_the_management_command(inline):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    rewind.FIX["charge"] = False
+    stub = start("tests.rewind", "rw-cli", 1)
+    inline.run()
+    rewind.FIX["charge"] = True
+    run_id = stub.run_id()
+
+    out = StringIO()
+    call_command("workflow_reset", run_id, "--to", "first_failure", "--dry-run", stdout=out)
+    assert "would start a new run of 'rw-cli'" in out.getvalue()
+    assert "re-issued steps [2]" in out.getvalue()
+    assert WorkflowRun.objects.filter(instance_id="rw-cli").count() == 1
+
+    with pytest.raises(CommandError, match="refused: unknown_event"):
+        call_command("workflow_reset", run_id, "--event", "999", stdout=StringIO())
+    with pytest.raises(CommandError, match="go together"):
+        call_command("workflow_reset", run_id, "--fork", stdout=StringIO())
+    with pytest.raises(CommandError, match="not a run id"):
+        call_command("workflow_reset", "nope", stdout=StringIO())
+
+    out = StringIO()
+    call_command(
+        "workflow_reset",
+        run_id,
+        "--to",
+        "start",
+        "--fork",
+        "--instance-id",
+        "rw-cli-fork",
+        "--reason",
+        "try it",
+        "--json",
+        stdout=out,
+    )
+    report = json.loads(out.getvalue())
+    assert report["kind"] == "fork" and report["instance_id"] == "rw-cli-fork"
+
+    out = StringIO()
+    call_command("workflow_reset", run_id, "--event", str(_event_point(stub)), stdout=out)
+    assert "started a new run of 'rw-cli'" in out.getvalue()
+    inline.run()
+    assert stub.refresh().output() == {"first": 2, "second": 20, "notes": []}
+    command = WorkflowCommand.objects.get(command_type="reset")
+    assert command.source == "cli" and command.run_id == uuid.UUID(run_id)
+    assert WorkflowStub.load("rw-cli-fork").output() == {"first": 2, "second": 20, "notes": []}

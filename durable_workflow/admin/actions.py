@@ -13,6 +13,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
+from durable_workflow.admin.base import TERMINATE_PERMISSION
 from durable_workflow.admin.operations import (
     OPERATIONS,
     SINGLE_RUN_ONLY,
@@ -30,7 +31,17 @@ SHOWN_TARGETS = 50
 class OperatorActionsMixin:
     """For run and instance admins: ``target_of(obj)`` says which run a row means."""
 
-    operation_kinds = ("cancel", "terminate", "repair", "retry", "signal", "query", "update")
+    operation_kinds = (
+        "cancel",
+        "terminate",
+        "repair",
+        "retry",
+        "signal",
+        "query",
+        "update",
+        "reset",
+        "fork",
+    )
 
     def target_of(self, obj: Any) -> Target:
         raise NotImplementedError
@@ -88,7 +99,7 @@ class OperatorActionsMixin:
         if "apply" in request.POST:
             form = form_for(kind, request.POST, workflow_types=types)
             if form.is_valid() and "dry_run" in request.POST:
-                previews = [preview(kind, self.target_of(o)) for o in objects]
+                previews = [preview(kind, self.target_of(o), form.cleaned_data) for o in objects]
             elif form.is_valid():
                 self.run_operation(request, kind, objects, form.cleaned_data)
                 return None
@@ -112,7 +123,7 @@ class OperatorActionsMixin:
         if request.method == "POST":
             form = form_for(kind, request.POST, workflow_types=types)
             if form.is_valid() and "dry_run" in request.POST:
-                previews = [preview(kind, self.target_of(obj))]
+                previews = [preview(kind, self.target_of(obj), form.cleaned_data)]
             elif form.is_valid():
                 self.run_operation(request, kind, [obj], form.cleaned_data)
                 return HttpResponseRedirect(self.after_operation_url(obj))
@@ -152,7 +163,7 @@ def report(request: HttpRequest, kind: str, outcomes: list[Outcome]) -> None:
 
 def make_action(kind: str) -> Callable[..., HttpResponse | None]:
     operation = OPERATIONS[kind]
-    permission = "terminate" if kind == "terminate" else "operate"
+    permission = "terminate" if operation.permission == TERMINATE_PERMISSION else "operate"
 
     @admin.action(description=f"{operation.label} selected", permissions=[permission])
     def action(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> Any:

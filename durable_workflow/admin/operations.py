@@ -86,12 +86,29 @@ OPERATIONS = {
         "Submit a declared update with JSON arguments. Its validator's verdict is shown "
         "here; a worker applies an accepted update and its result appears on the timeline.",
     ),
+    "reset": Operation(
+        "reset",
+        "Reset (rewind)",
+        TERMINATE_PERMISSION,
+        "Start a new run of the instance from a point of this run's history: the history "
+        "before that point is replayed, the rest runs again with the current code, signals "
+        "received after the point are re-applied. An open run is terminated (reason "
+        "'reset'). A point that cannot be resumed is refused with the reason.",
+    ),
+    "fork": Operation(
+        "fork",
+        "Fork",
+        OPERATE_PERMISSION,
+        "A reset into a new instance: this run is left exactly as it is.",
+    ),
 }
 
 #: Operations that read or write one run at a time only (no changelist bulk action).
-SINGLE_RUN_ONLY = ("query",)
+SINGLE_RUN_ONLY = ("query", "fork")
 #: Operations a closed run still answers.
-ON_CLOSED_RUNS = ("query",)
+ON_CLOSED_RUNS = ("query", "reset", "fork")
+#: Operations ``admin.rewind`` carries out.
+REWIND = ("reset", "fork")
 #: The longest answer a query shows (the rest is cut).
 MAX_ANSWER_CHARS = 4000
 
@@ -198,6 +215,10 @@ MESSAGE_FORMS: dict[str, type[MessageForm]] = {
 
 
 def form_for(kind: str, data: Any = None, *, workflow_types: set[str] | None = None) -> Any:
+    if kind in REWIND:
+        from durable_workflow.admin.rewind import ForkForm, ResetForm
+
+        return ForkForm(data) if kind == "fork" else ResetForm(data)
     if kind in MESSAGE_FORMS:
         return MESSAGE_FORMS[kind](data, workflow_types=workflow_types)
     return ReasonForm(data)
@@ -281,9 +302,14 @@ def _update(target: Target, data: dict[str, Any], reason: str, request: HttpRequ
     )
 
 
-def preview(kind: str, target: Target) -> Outcome:
+def preview(kind: str, target: Target, data: dict[str, Any] | None = None) -> Outcome:
     """What ``perform`` would decide, read without writing anything (a dry run): the
-    instance exists, the run is its current one, still open, and (retry) parked."""
+    instance exists, the run is its current one, still open, and (retry) parked; a
+    reset or fork checks its point (``data``: the form's)."""
+    if kind in REWIND:
+        from durable_workflow.admin.rewind import rewind
+
+        return rewind(kind, target, data or {}, dry_run=True)
     current = (
         WorkflowRun.objects.filter(instance_id=target.instance_id)
         .order_by("-run_number")
@@ -318,6 +344,10 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind in ("repair", "retry"):
             outcome = _repair(target, reason, retry=kind == "retry")
+        elif kind in REWIND:
+            from durable_workflow.admin.rewind import rewind
+
+            outcome = rewind(kind, target, data, dry_run=False)
         elif kind == "query":
             outcome = _query(target, data)
         elif kind == "update":

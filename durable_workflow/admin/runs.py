@@ -18,8 +18,6 @@ from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixi
 from durable_workflow.admin.base import (
     EngineAdmin,
     admin_url,
-    can_operate,
-    can_terminate,
     link,
     rendered_for,
     timeline_url,
@@ -305,7 +303,7 @@ def allowed_operations(
         return []
     allowed = []
     for kind, operation in OPERATIONS.items():
-        permitted = can_terminate(request) if kind == "terminate" else can_operate(request)
+        permitted = request.user.has_perm(operation.permission)
         if not permitted or (run.status in TERMINAL_RUN_STATUSES and kind not in ON_CLOSED_RUNS):
             continue
         allowed.append(

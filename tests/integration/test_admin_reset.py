@@ -43,9 +43,10 @@ def test_reset_from_the_run_page(client, failed, inline):
         operate(run_id, "reset"), {"to": "event", "event": 999, "reason": "x"}, follow=True
     )
     assert b"reset_refused (unknown_event)" in refused.content
-    assert b"give the event" in client.post(
-        operate(run_id, "reset"), {"to": "event", "reason": "x"}
-    ).content
+    assert (
+        b"give the event"
+        in client.post(operate(run_id, "reset"), {"to": "event", "reason": "x"}).content
+    )
 
     done = client.post(
         operate(run_id, "reset"), {"to": "first_failure", "reason": "card fixed"}, follow=True

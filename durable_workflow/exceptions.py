@@ -591,11 +591,7 @@ class ActivityCompletionRejected(CommandRejected):
 
 
 class ResetRefusedError(DurableWorkflowError):
-    """A reset or fork was refused before anything was written.
-
-    ``reason`` is a machine-readable code (``unknown_event``, ``continued_as_new``,
-    ``not_current_run``, ``child_in_flight``...; the API reference lists them all).
-    """
+    """A reset or fork refused, nothing written; ``reason``: ``engine.rewind.REFUSALS``."""
 
     def __init__(self, reason: str, message: str = "") -> None:
         self.reason = reason

@@ -31,8 +31,9 @@ class DurableWorkflowConfig(AppConfig):
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")
 
-        from durable_workflow.transport import worker
+        from durable_workflow.transport import async_worker, worker
 
+        async_worker.connect()  # before registration: a stopping worker hands back first
         worker.connect()
         if get_settings().PROMETHEUS_METRICS:
             # Metrics exist before a prefork pool forks; its children clean up on exit.

@@ -77,6 +77,13 @@ class Settings:
     #: Fan-out members a worker takes at once after quick ones (under 10 ms each),
     #: run one after the other and settles in one transaction (1: one at a time).
     EAGER_SIBLING_BATCH: int = 8
+    #: Async activities (``async def handle``) a worker process runs at once on its
+    #: event loop; a Celery slot that finds the loop full waits for room (0: async
+    #: activities run to the end in the Celery slot, like synchronous ones).
+    ASYNC_ACTIVITY_CONCURRENCY: int = 100
+    #: How often a worker process asks whether the runs of its async attempts were
+    #: cancelled or closed, to cancel those coroutines.
+    ASYNC_ACTIVITY_CHECK_SECONDS: float = 2.0
     #: PostgreSQL: send the engine's own statements as ``EXECUTE``\ s of statements
     #: prepared once per connection (off by itself behind ``DISABLE_SERVER_SIDE_CURSORS``).
     PREPARED_STATEMENTS: bool = True

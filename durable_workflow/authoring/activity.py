@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic
 
 from durable_workflow import registry
 from durable_workflow.authoring.protocols import HandleP, HandleR
-from durable_workflow.exceptions import NotInActivityError
+from durable_workflow.exceptions import ActivityCancelled, NotInActivityError
 from durable_workflow.info import ActivityInfo
 from durable_workflow.options import DEFAULT_BACKOFF, ActivityOptions, normalize_backoff
 
@@ -26,6 +27,9 @@ class ActivityContext:
     attempt_count: int
     heartbeat: Callable[[Any], bool]
     info: ActivityInfo | None = None
+    #: The awaitable heartbeat of an async attempt on a worker's event loop (``None``:
+    #: the synchronous one, run through ``sync_to_async``).
+    aheartbeat: Callable[[Any], Awaitable[bool]] | None = None
 
 
 #: The attempt running in this thread (activities run in worker threads, not greenlets).
@@ -130,6 +134,35 @@ class Activity(Generic[HandleP, HandleR]):
         cancelled or closed: let it propagate to stop the activity.
         """
         return bool(self._context().heartbeat(details))
+
+    async def aheartbeat(self, details: Any = None) -> bool:
+        """``heartbeat()`` for an ``async def handle()``: await it.
+
+        Returns False when the attempt has lost its lease. When the workflow was
+        cancelled or closed, the coroutine is cancelled: ``asyncio.CancelledError``
+        is raised here (let it propagate, after any clean-up).
+        """
+        context = self._context()
+        if context.aheartbeat is not None:
+            return await context.aheartbeat(details)
+        import asyncio
+
+        from asgiref.sync import sync_to_async
+
+        try:
+            return bool(await sync_to_async(context.heartbeat)(details))
+        except ActivityCancelled as exc:
+            task = asyncio.current_task()
+            if task is None:
+                raise
+            task.cancel(str(exc))  # delivered as CancelledError at the next await
+            await asyncio.sleep(0)
+            raise  # not reached: the sleep raised CancelledError
+
+
+def is_async(cls: type | None) -> bool:
+    """Is ``cls.handle`` an ``async def``?"""
+    return cls is not None and inspect.iscoroutinefunction(getattr(cls, "handle", None))
 
 
 def retry_policy(

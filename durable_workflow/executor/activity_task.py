@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import inspect
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 
@@ -27,6 +29,7 @@ from durable_workflow.engine.failures import INTERRUPTS, describe
 from durable_workflow.exceptions import ActivityCancelled, CompleteAsync, NonRetryableError
 from durable_workflow.executor import (
     affinity,
+    async_attempts,
     async_completion,
     compatibility,
     dispatch,
@@ -58,6 +61,9 @@ from durable_workflow.models import (
 from durable_workflow.store import activities, runs, sql, tasks
 from durable_workflow.store.records import ActivityRecord
 
+if TYPE_CHECKING:
+    from durable_workflow.authoring.activity import ActivityContext
+
 #: What ``invoke_activity`` returns for an attempt that completes later, by its token.
 COMPLETES_LATER = object()
 
@@ -77,6 +83,8 @@ def run_activity_task(task_id: Any) -> str:
 def run_claimed(lease: Lease) -> str:
     """Run a claimed attempt's user code and settle it; if that fails (its connection
     was killed, say), the task is handed back at once for another attempt."""
+    if async_attempts.off_slot(lease.execution):
+        return async_attempts.submit(lease)  # runs on this process's event loop
     with logs.attempt_scope(lease), handback.on_failure([held(lease)]):
         return _run_claimed(lease)
 
@@ -108,9 +116,15 @@ def _run_claimed(lease: Lease) -> str:
 
 def run_claimed_together(leases: list[Lease]) -> list[str]:
     """Run fan-out members taken together, one after the other, and settle their results
-    in one transaction (a failed attempt is settled on its own, at once)."""
+    in one transaction (a failed attempt is settled on its own, at once). Async ones
+    go to this process's event loop."""
+    on_loop = [lease for lease in leases if async_attempts.off_slot(lease.execution)]
+    leases = [lease for lease in leases if lease not in on_loop]
+    outcomes = [async_attempts.submit(lease) for lease in on_loop]
+    if not leases:
+        return outcomes
     with handback.on_failure([held(lease) for lease in leases]):
-        return _run_claimed_together(leases)
+        return outcomes + _run_claimed_together(leases)
 
 
 def _run_claimed_together(leases: list[Lease]) -> list[str]:
@@ -179,16 +193,20 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
 
     return invoke_activity(
         lease.execution,
-        attempt=Attempt(
-            instance_id=lease.instance_id,
-            run_id=lease.run_id,
-            workflow_type=lease.workflow_type,
-            attempt_id=lease.attempt_id,
-            attempt_number=lease.attempt_number,
-            started_at=lease.started_at,
-        ),
+        attempt=attempt_of(lease),
         payload_codec=lease.payload_codec,
         heartbeat=lambda details=None: heartbeat(lease, details),
+    )
+
+
+def attempt_of(lease: Lease) -> Attempt:
+    return Attempt(
+        instance_id=lease.instance_id,
+        run_id=lease.run_id,
+        workflow_type=lease.workflow_type,
+        attempt_id=lease.attempt_id,
+        attempt_number=lease.attempt_number,
+        started_at=lease.started_at,
     )
 
 
@@ -239,7 +257,9 @@ def invoke_activity(
     """Run the user's ``handle()``; returns (True, result envelope) or (False, exception).
 
     An activity that raised ``CompleteAsync`` returns ``(True, COMPLETES_LATER)``: its
-    outcome will come through its task token.
+    outcome will come through its task token. An ``async def handle()`` runs to its end
+    here (a worker's Celery task hands it to the process's event loop instead:
+    :func:`run_claimed`).
     """
     started = time.monotonic()
     ok, value = _invoke_handle(
@@ -257,35 +277,16 @@ def _invoke_handle(
     payload_codec: str,
     heartbeat: Any,
 ) -> tuple[bool, Any]:
-    from durable_workflow.authoring.activity import ActivityContext, running
+    from durable_workflow.authoring.activity import running
 
     try:
-        cls: Any = None
-        if execution.activity_type not in hooks.activity_mocks:
-            cls = registry.activity_class(execution.activity_type)
-        arguments = payloads.decode_arguments(
-            execution.arguments, handle_signature(cls), codec=payload_codec, receiver=ACTIVITY
-        )
-        context = ActivityContext(
-            workflow_id=attempt.instance_id,
-            run_id=str(attempt.run_id),
-            activity_id=str(execution.id),
-            attempt_id=str(attempt.attempt_id),
-            attempt_count=attempt.attempt_number,
-            heartbeat=heartbeat,
-            info=attempt_info(execution, attempt),
+        call, context = prepare_call(
+            execution, attempt=attempt, payload_codec=payload_codec, heartbeat=heartbeat
         )
         with running(context):
-            instance = None
-            if execution.activity_type not in hooks.activity_mocks:
-                instance = cls()
-                instance._dw_context = context
-            executing = interceptors.ExecuteActivityInput(
-                instance, list(arguments or []), context.info, dict(context.info.headers)
-            )
-            result = interceptors.call(
-                "execute_activity", executing, functools.partial(_execute, execution, context)
-            )
+            result = call()
+            if inspect.isawaitable(result):
+                result = async_attempts.run_to_end(result)
         return True, payloads.encode_value(result, payload_codec, "result")
     except CompleteAsync:
         if attempt.local:
@@ -305,6 +306,54 @@ def _execute(
         mock = hooks.activity_mocks[execution.activity_type]
         return mock(context, *input.args) if callable(mock) else mock
     return input.activity.handle(*input.args)
+
+
+def prepare_call(
+    execution: ActivityRecord,
+    *,
+    attempt: Attempt,
+    payload_codec: str,
+    heartbeat: Any,
+    aheartbeat: Any = None,
+) -> tuple[Callable[[], Any], ActivityContext]:
+    """The user's ``handle()`` (or its mock) bound to its decoded arguments, and the
+    context it runs in."""
+    from durable_workflow.authoring.activity import ActivityContext
+
+    cls: Any = None
+    mocked = execution.activity_type in hooks.activity_mocks
+    if not mocked:
+        cls = registry.activity_class(execution.activity_type)
+    arguments = (
+        payloads.decode_arguments(
+            execution.arguments, handle_signature(cls), codec=payload_codec, receiver=ACTIVITY
+        )
+        or []
+    )
+    context = ActivityContext(
+        workflow_id=attempt.instance_id,
+        run_id=str(attempt.run_id),
+        activity_id=str(execution.id),
+        attempt_id=str(attempt.attempt_id),
+        attempt_count=attempt.attempt_number,
+        heartbeat=heartbeat,
+        info=attempt_info(execution, attempt),
+        aheartbeat=aheartbeat,
+    )
+    instance = None
+    if not mocked:
+        instance = cls()
+        instance._dw_context = context
+    executing = interceptors.ExecuteActivityInput(
+        instance, list(arguments), context.info, dict(context.info.headers)
+    )
+    inner = functools.partial(_execute, execution, context)
+    return functools.partial(interceptors.call, "execute_activity", executing, inner), context
+
+
+def settle(lease: Lease, ok: bool, value: Any) -> str:
+    """Record an attempt's outcome: a result envelope (``ok``) or an exception."""
+    return _settle(lease, ok, value)
 
 
 @retry_transaction

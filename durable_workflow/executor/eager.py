@@ -54,6 +54,8 @@ class _State(threading.local):
         #: An interrupt raised by code run inside another task's transaction, raised
         #: again once that transaction committed.
         self.interrupt: BaseException | None = None
+        #: A database thread of async attempts (``event_loop``): it leases no activity.
+        self.no_activities = False
 
 
 _state = _State()
@@ -167,10 +169,16 @@ def _activity_ok(run: RunRecord, execution: Any) -> bool:
     )
 
 
+def no_activities_here() -> None:
+    """This thread never leases an activity to itself (it serves async attempts)."""
+    _state.no_activities = True
+
+
 def activities_on() -> bool:
     """May this process lease one more activity to itself in the current message?"""
     return bool(
         get_settings().EAGER_ACTIVITIES
+        and not _state.no_activities
         # The testing kit runs every ready task in the calling process already, and
         # its assertions count what was dispatched: nothing to save there.
         and not getattr(dispatch.backend(), "in_process", False)

@@ -41,6 +41,15 @@ class _Keeper:
     @contextlib.contextmanager
     def keeping(self, holds: Sequence[Held], *, lease_seconds: float) -> Iterator[None]:
         """Renew ``holds`` while the block runs."""
+        self.hold(holds, lease_seconds=lease_seconds)
+        try:
+            yield
+        finally:
+            self.release(holds)
+
+    def hold(self, holds: Sequence[Held], *, lease_seconds: float) -> None:
+        """Renew ``holds`` from now until :meth:`release` (an async attempt outlives the
+        call that starts it)."""
         with self._lock:
             first = not self._held
             for held in holds:
@@ -52,12 +61,11 @@ class _Keeper:
                 self._thread.start()
         if first:
             self._busy.set()
-        try:
-            yield
-        finally:
-            with self._lock:
-                for held in holds:
-                    self._held.pop(held, None)
+
+    def release(self, holds: Sequence[Held]) -> None:
+        with self._lock:
+            for held in holds:
+                self._held.pop(held, None)
 
     def held(self) -> list[Held]:
         with self._lock:

@@ -197,6 +197,16 @@ def get_run(run_id: uuid.UUID | str) -> RunRecord | None:
     return RunRecord(**dict(zip(_RUN_FIELDS, rows[0], strict=True))) if rows else None
 
 
+def cancel_states(
+    run_ids: list[uuid.UUID],
+) -> dict[uuid.UUID, tuple[str, dt.datetime | None]]:
+    """(status, cancel_requested_at) of each of ``run_ids`` that exists, in one query."""
+    rows = WorkflowRun.objects.filter(id__in=run_ids).values_list(
+        "id", "status", "cancel_requested_at"
+    )
+    return {run_id: (status, requested) for run_id, status, requested in rows}
+
+
 def current_run(instance_id: str) -> RunRecord | None:
     row = WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
     return _run_record(row) if row else None

@@ -250,6 +250,7 @@ class Cancellable(Workflow):
 
 # The other test workflow modules register their classes when imported.
 from tests.testapp import (  # noqa: E402
+    async_activities,  # noqa: F401
     async_client,  # noqa: F401
     composition,  # noqa: F401
     data_goldens,  # noqa: F401

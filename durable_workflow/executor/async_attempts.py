@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from durable_workflow import clock, logs, registry
+from durable_workflow import clock, logs, observe, registry
 from durable_workflow.authoring.activity import is_async, running
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import INTERRUPTS
@@ -156,8 +156,9 @@ async def _supervise(flight: Flight) -> None:
     lease = flight.lease
     _ensure_checker()
     try:
+        began = time.monotonic()
         outcome = await _run(flight)
-        await loop.db(_finish, lease, flight.reason, outcome)
+        await loop.db(_finish, lease, flight.reason, outcome, time.monotonic() - began)
     except Exception:
         logger.exception("async activity attempt %s could not be settled", lease.attempt_id)
         await loop.db(handback.give_back, [held(lease)])
@@ -258,7 +259,7 @@ async def _heartbeat(flight: Flight, details: Any) -> bool:
 
 
 # ---------------------------------------------------------------- settling
-def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any]) -> None:
+def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any], seconds: float) -> None:
     """Settle an attempt's outcome (in a database thread)."""
     from durable_workflow.executor import activity_task, async_completion, timeouts
     from durable_workflow.executor.activity_task import held
@@ -278,12 +279,14 @@ def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any]) -> None
                 logger.info("the %s timeout of %s was recorded already", reason, lease.attempt_id)
             return
         if not ok and isinstance(value, CompleteAsync):
+            observe.activity_attempt(lease.execution, "async", seconds)
             async_completion.hand_over(lease)
             return
         if cancelled and reason == CANCELLED:
             value = ActivityCancelled("the workflow run was cancelled or has closed")
         if ok:
             ok, value = _encoded(lease, value)
+        observe.activity_attempt(lease.execution, "completed" if ok else "failed", seconds)
         activity_task.settle(lease, ok, value)
     eager.drain()  # the workflow task the result woke, when it may run here
 

@@ -41,7 +41,12 @@ from durable_workflow.headers import Headers
 
 if TYPE_CHECKING:
     from durable_workflow.info import ActivityInfo
-    from durable_workflow.options import ActivityOptions, ChildWorkflowOptions, StartOptions
+    from durable_workflow.options import (
+        ActivityOptions,
+        ChildWorkflowOptions,
+        LocalActivityOptions,
+        StartOptions,
+    )
     from durable_workflow.results import CommandResult, StartResult, UpdateResult
 
 I = TypeVar("I")  # noqa: E741
@@ -151,9 +156,12 @@ class ScheduleActivityInput:
     activity_type: str
     #: Positional arguments of the activity's ``handle()``.
     args: list[Any]
-    options: ActivityOptions | None
+    #: ``LocalActivityOptions`` for a local activity (``local``).
+    options: ActivityOptions | LocalActivityOptions | None
     #: Sent with the activity; its attempts see them (``ExecuteActivityInput.headers``).
     headers: Headers = field(default_factory=dict)
+    #: ``dw.local_activity()``: it runs in the workflow task's process.
+    local: bool = False
 
 
 @dataclass

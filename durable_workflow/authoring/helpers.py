@@ -367,13 +367,22 @@ def local_activity(activity: type | str, /, *args: Any, **kwargs: Any) -> Any:
         "max_attempts": policy["max_attempts"],
         "backoff": policy["backoff"],
     }
-    return runtime.schedule_local_activity(
-        activity_type=str(cls.type_key),
-        activity_class=class_path(cls),
-        arguments=bind_call(cls, args, kwargs, f"local_activity({cls.type_key})"),
-        options=snapshot,
-        result_type=result_hint(cls, result_type),
+
+    def schedule(input: interceptors.ScheduleActivityInput) -> Any:
+        headers = check_headers(input.headers)
+        return runtime.schedule_local_activity(
+            activity_type=str(cls.type_key),
+            activity_class=class_path(cls),
+            arguments=list(input.args),
+            options={**snapshot, "headers": headers} if headers else snapshot,
+            result_type=result_hint(cls, result_type),
+        )
+
+    arguments = bind_call(cls, args, kwargs, f"local_activity({cls.type_key})")
+    scheduled = interceptors.ScheduleActivityInput(
+        str(cls.type_key), list(arguments), options, local=True
     )
+    return interceptors.call("schedule_activity", scheduled, schedule)
 
 
 execute_local_activity = local_activity

@@ -161,6 +161,23 @@ def parent_inbound() -> list[tuple[str, Any]]:
     return [(m, d) for _, m, d in tenancy.CALLS if m in ours and ours[m](d)]
 
 
+def test_local_activities_are_intercepted_on_both_sides(inline):
+    with interceptors(tenancy.TenantInterceptor, tenancy.Outer):
+        token = tenancy.current_tenant.set("hooli")
+        try:
+            stub = WorkflowStub.make(tenancy.TenantLocal, "tenant-local")
+            stub.start()
+        finally:
+            tenancy.current_tenant.reset(token)
+        inline.run()
+        output = stub.result(timeout=5)
+    expected = {"tenant": "hooli", "seen-by": "outer"}
+    assert output == {"label": "l", "tenant": "hooli", "headers": expected}
+    [scheduled] = events_of(stub, "ActivityScheduled")
+    assert scheduled["local_activity"] is True
+    assert scheduled["headers"] == expected
+
+
 def test_headers_are_the_same_on_replay_with_or_without_interceptors(inline, tmp_path):
     with interceptors(tenancy.TenantInterceptor, tenancy.Outer):
         token = tenancy.current_tenant.set("globex")

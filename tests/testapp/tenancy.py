@@ -210,3 +210,12 @@ class TenantOrder(Workflow):
     @dw.query
     def seen(self) -> list[str]:
         return list(self.signals)
+
+
+class TenantLocal(Workflow):
+    """A local activity: scheduled and run in the workflow task's process."""
+
+    type_key = "tests.tenancy.local"
+
+    def handle(self) -> dict[str, Any]:
+        return dw.local_activity(WhoAmI, "l")

@@ -29,11 +29,15 @@ def test_a_tenant_header_crosses_the_worker_to_activities_and_children(start_wor
         try:
             stub = WorkflowStub.make(tenancy.TenantOrder, "tenant-worker-1")
             stub.start()
+            on_loop = WorkflowStub.make(tenancy.TenantAsync, "tenant-worker-async")
+            on_loop.start()
             driver.settle()
             stub.signal("poke", "go")
         finally:
             tenancy.current_tenant.reset(token)
         output = stub.result(timeout=60)
+        # An async def handle() runs on the worker's event loop, inside the tenant scope.
+        assert on_loop.result(timeout=60) == {"label": "async", "tenant": "acme"}
 
     assert output["headers"] == {"tenant": "acme"}
     assert output["activity"] == {"label": "a", "tenant": "acme", "headers": {"tenant": "acme"}}

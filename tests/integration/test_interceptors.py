@@ -178,6 +178,18 @@ def test_local_activities_are_intercepted_on_both_sides(inline):
     assert scheduled["headers"] == expected
 
 
+def test_an_async_activity_runs_inside_the_tenant_scope(inline):
+    with interceptors(tenancy.TenantInterceptor):
+        token = tenancy.current_tenant.set("umbrella")
+        try:
+            stub = WorkflowStub.make(tenancy.TenantAsync, "tenant-async")
+            stub.start()
+        finally:
+            tenancy.current_tenant.reset(token)
+        inline.run()
+        assert stub.result(timeout=5) == {"label": "async", "tenant": "umbrella"}
+
+
 def test_headers_are_the_same_on_replay_with_or_without_interceptors(inline, tmp_path):
     with interceptors(tenancy.TenantInterceptor, tenancy.Outer):
         token = tenancy.current_tenant.set("globex")

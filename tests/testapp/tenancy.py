@@ -9,6 +9,7 @@ tenant on to activities and children, and an activity attempt runs with it set.
 from __future__ import annotations
 
 import contextvars
+import inspect
 from typing import Any
 
 import durable_workflow as dw
@@ -64,7 +65,18 @@ class TenantInterceptor(dw.Interceptor):
         return next(input)
 
     def execute_activity(self, input: ExecuteActivityInput, next: Any) -> Any:
-        token = current_tenant.set(input.headers.get("tenant"))
+        tenant = input.headers.get("tenant")
+        if inspect.iscoroutinefunction(getattr(input.activity, "handle", None)):
+            # ``next`` gives an async handle()'s coroutine: set the tenant around its run.
+            async def scoped() -> Any:
+                token = current_tenant.set(tenant)
+                try:
+                    return await next(input)
+                finally:
+                    current_tenant.reset(token)
+
+            return scoped()
+        token = current_tenant.set(tenant)
         try:
             return next(input)
         finally:
@@ -219,3 +231,17 @@ class TenantLocal(Workflow):
 
     def handle(self) -> dict[str, Any]:
         return dw.local_activity(WhoAmI, "l")
+
+
+class AsyncWhoAmI(Activity):
+    type_key = "tests.tenancy.async-whoami"
+
+    async def handle(self, label: str) -> dict[str, Any]:
+        return {"label": label, "tenant": current_tenant.get()}
+
+
+class TenantAsync(Workflow):
+    type_key = "tests.tenancy.async"
+
+    def handle(self) -> dict[str, Any]:
+        return dw.activity(AsyncWhoAmI, "async")

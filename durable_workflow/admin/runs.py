@@ -136,7 +136,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     def compatibility_display(self, run: WorkflowRun) -> str:
         return compatibility_html(run)
 
-    @admin.display(description="parents, children and continue-as-new")
+    @admin.display(description="parents, children, continue-as-new, reset and fork")
     def lineage(self, run: WorkflowRun) -> str:
         return (
             format_html_join(
@@ -327,12 +327,32 @@ def lineage_links(run: WorkflowRun) -> list[tuple[str, str]]:
         "pk", "instance_id", "run_number"
     )[:10]:
         links.append(("continued as", run_link(pk, f"{instance_id} #{number}")))
+    links += _rewind_links(run)
     for call in ChildCall.objects.filter(parent_run_id=run.pk).order_by("sequence")[:50]:
         label = f"child (step {call.sequence}, {call.status})"
         if call.child_run_id:
             links.append((label, run_link(call.child_run_id, call.child_instance_id)))
         else:
             links.append((label, call.child_instance_id))
+    return links
+
+
+def _rewind_links(run: WorkflowRun) -> list[tuple[str, str]]:
+    """Reset and fork lineage: the run this one was reset or forked from (and the
+    point), the run a reset of it started, and its forks."""
+    links: list[tuple[str, str]] = []
+    point = run.reset_point or {}
+    where = f" ({point.get('kind')}, cut before event {point.get('cut')})" if point else ""
+    if run.reset_from_run_id:
+        label = "reset from" if run.reset_from_run.instance_id == run.instance_id else "forked from"
+        links.append((label + where, run_link(run.reset_from_run_id, str(run.reset_from_run))))
+    if run.reset_to_run_id:
+        links.append(("reset to" + where, run_link(run.reset_to_run_id, str(run.reset_to_run))))
+    forks = WorkflowRun.objects.filter(reset_from_run_id=run.pk).exclude(
+        instance_id=run.instance_id
+    )
+    for pk, instance_id, number in forks.values_list("pk", "instance_id", "run_number")[:10]:
+        links.append(("forked as", run_link(pk, f"{instance_id} #{number}")))
     return links
 
 

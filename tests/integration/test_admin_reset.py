@@ -56,6 +56,12 @@ def test_reset_from_the_run_page(client, failed, inline):
     assert (command.source, command.reason, str(command.run_id)) == ("admin", "card fixed", run_id)
     inline.run()
     assert stub.refresh().output() == {"first": 2, "second": 20, "notes": []}
+    # Both run pages link the other, with the point.
+    new_page = client.get(f"/admin/durable_workflow/workflowrun/{stub.run_id()}/change/")
+    assert b"reset from (first_failure, cut before event 8)" in new_page.content
+    old_page = client.get(f"/admin/durable_workflow/workflowrun/{run_id}/change/")
+    assert b"reset to (first_failure, cut before event 8)" in old_page.content
+    assert stub.run_id().encode() in old_page.content
 
 
 def test_fork_from_the_run_page(client, failed, inline):
@@ -69,6 +75,8 @@ def test_fork_from_the_run_page(client, failed, inline):
     assert b"Fork: 1 forked." in done.content
     assert WorkflowCommand.objects.get(command_type="fork").source == "admin"
     assert failed[0].refresh().status() == "failed"  # untouched
+    page = client.get(f"/admin/durable_workflow/workflowrun/{run_id}/change/")
+    assert b"forked as" in page.content and b"adm-rw-copy #1" in page.content
 
 
 def test_reset_needs_the_terminate_permission(client, failed):

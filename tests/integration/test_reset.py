@@ -358,3 +358,40 @@ def test_the_management_command(inline):
     command = WorkflowCommand.objects.get(command_type="reset")
     assert command.source == "cli" and command.run_id == uuid.UUID(run_id)
     assert WorkflowStub.load("rw-cli-fork").output() == {"first": 2, "second": 20, "notes": []}
+
+
+def test_an_open_run_waiting_on_a_timer_is_terminated_and_its_timer_issued_again(inline):
+    from durable_workflow.models import Timer
+
+    stub = start("tests.sleeper", "rw-timer", 3600)
+    inline.run()
+    old_id = stub.run_id()
+    assert Timer.objects.get(run_id=old_id).status == "pending"
+
+    result = stub.reset("last_workflow_task", reason="new deadline code")
+
+    assert result.terminated_old_run and result.reset_point["reissued_steps"] == [1]
+    old = WorkflowStub.load_run(old_id)
+    assert old.status() == "terminated"
+    assert event_types(old)[-3:] == ["TerminateRequested", "TimerCancelled", "WorkflowTerminated"]
+    assert Timer.objects.get(run_id=old_id).status == "cancelled"
+    inline.run()  # the new run's first task starts the timer again, as its own
+    assert Timer.objects.get(run_id=result.run_id).status == "pending"
+    assert stub.refresh().status() == "waiting"
+    assert event_types(stub) == ["StartAccepted", "WorkflowStarted", "TimerScheduled"]
+
+
+def test_a_run_whose_workflow_task_is_running_is_refused(inline):
+    from datetime import timedelta
+
+    from durable_workflow import clock
+    from durable_workflow.models import Task
+
+    stub = start("tests.rewind", "rw-busy", 1, "wait")
+    inline.run()
+    stub.signal("note", "x")  # a ready workflow task: a worker claims it
+    Task.objects.filter(run_id=stub.run_id(), task_type="workflow", status="ready").update(
+        status="leased", lease_expires_at=clock.now() + timedelta(minutes=5)
+    )
+    assert _refusal(lambda: stub.reset("start")) == "workflow_task_running"
+    assert WorkflowRun.objects.filter(instance_id="rw-busy").count() == 1

@@ -343,9 +343,10 @@ def _rewind_links(run: WorkflowRun) -> list[tuple[str, str]]:
     links: list[tuple[str, str]] = []
     point = run.reset_point or {}
     where = f" ({point.get('kind')}, cut before event {point.get('cut')})" if point else ""
-    if run.reset_from_run_id:
-        label = "reset from" if run.reset_from_run.instance_id == run.instance_id else "forked from"
-        links.append((label + where, run_link(run.reset_from_run_id, str(run.reset_from_run))))
+    source = run.reset_from_run
+    if source is not None:
+        label = "reset from" if source.instance_id == run.instance_id else "forked from"
+        links.append((label + where, run_link(source.pk, str(source))))
     if run.reset_to_run_id:
         links.append(("reset to" + where, run_link(run.reset_to_run_id, str(run.reset_to_run))))
     forks = WorkflowRun.objects.filter(reset_from_run_id=run.pk).exclude(

@@ -8,7 +8,9 @@ engine grows.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 
 import durable_workflow as dw
 from durable_workflow import Activity, Workflow
@@ -65,3 +67,35 @@ class FanOut(Workflow):
             raise RuntimeError("this engine has no dw.all")
         results = dw.all([functools.partial(dw.activity, Noop, i) for i in range(count)])
         return len(results)
+
+
+class SleepIO(Activity):
+    """An I/O-bound activity: it waits, holding its Celery slot."""
+
+    type_key = "bench.sleep-io"
+
+    def handle(self, seconds: float) -> int:
+        time.sleep(seconds)
+        return 1
+
+
+class AsyncSleepIO(Activity):
+    """The same wait, awaited on the worker process's event loop."""
+
+    type_key = "bench.async-sleep-io"
+
+    async def handle(self, seconds: float) -> int:
+        await asyncio.sleep(seconds)
+        return 1
+
+
+class IOFanOut(Workflow):
+    """``dw.all`` of ``count`` I/O-bound activities, sync or async."""
+
+    type_key = "bench.io-fan-out"
+
+    def handle(self, use_async: bool, count: int, seconds: float) -> int:
+        activity = AsyncSleepIO if use_async else SleepIO
+        return sum(
+            dw.all([functools.partial(dw.activity, activity, seconds) for _ in range(count)])
+        )

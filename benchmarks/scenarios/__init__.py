@@ -1,3 +1,3 @@
 """One module per scenario of the issue; each exposes ``run(ctx) -> dict``."""
 
-ORDER = ["sequential", "throughput", "local", "fanout", "replay", "dbwork", "memory"]
+ORDER = ["sequential", "throughput", "local", "fanout", "async_io", "replay", "dbwork", "memory"]

@@ -150,6 +150,25 @@ class HandleQueryInput:
     headers: Headers = field(default_factory=dict)
 
 
+@dataclass
+class ExecuteWorkflowTaskInput:
+    """One workflow task in a worker: the body fed what it has not seen yet."""
+
+    workflow_type: str
+    instance_id: str
+    run_id: str
+    #: The workflow task's attempt (1 unless an earlier attempt failed or was lost).
+    attempt: int
+    #: Events fed to the body in this task, and how many of them an earlier task had
+    #: already fed it (a cold replay re-feeds the whole history; a warm body none).
+    events: int
+    replayed_events: int
+    #: The body was kept warm from the run's previous task (the sticky cache).
+    sticky: bool
+    #: The headers the run started with (``WorkflowStarted``).
+    headers: Headers = field(default_factory=dict)
+
+
 # -------------------------------------------------------- workflow outbound inputs
 @dataclass
 class ScheduleActivityInput:
@@ -237,6 +256,11 @@ class WorkflowInboundInterceptor:
         return next(input)
 
     def handle_query(self, input: HandleQueryInput, next: Next[Any, Any]) -> Any:
+        return next(input)
+
+    def execute_workflow_task(self, input: ExecuteWorkflowTaskInput, next: Next[Any, None]) -> None:
+        """Wraps one workflow task in the worker, *outside* the body: called once per
+        task, never replayed, so it may read the clock or do I/O (tracing does)."""
         return next(input)
 
 

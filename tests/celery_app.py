@@ -43,3 +43,8 @@ if os.environ.get("DW_CELERY_ROUTES") == "1":
 from durable_workflow.transport.celery import beat_schedule  # noqa: E402
 
 app.conf.beat_schedule = beat_schedule()
+
+# A worker started with DW_OTEL_SPANS_PATH exports its OpenTelemetry spans there.
+from tests.otel_spans import install_worker_exporter  # noqa: E402
+
+install_worker_exporter()

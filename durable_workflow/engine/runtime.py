@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -111,6 +112,10 @@ class WorkflowRuntime:
         self._cancel_requested = False
         #: The attempt of the workflow task feeding this runtime (set by the executor).
         self.task_attempt = 1
+        #: The last event an earlier workflow task fed the body (set by the executor
+        #: before each feed): what the body does for events up to it is replay. Left at
+        #: its default, everything is (a query, a test replayer).
+        self.replayed_through = sys.maxsize
         #: Events fed after the body decided how the run ends (never delivered).
         self._not_delivered: list[HistoryEvent] = []
         ledger = self._ledger = DeterminismLedger()
@@ -225,6 +230,12 @@ class WorkflowRuntime:
         """True when the body waits for outcomes recorded with the commands just taken:
         the executor feeds their events back in the same workflow task."""
         return self._outbox.take_refeed()
+
+    @property
+    def replaying(self) -> bool:
+        """True while the body redoes what an earlier workflow task already did: its
+        commands are recognised from history, nothing new happens."""
+        return self._outbox.query_mode or self._ledger.last_sequence <= self.replayed_through
 
     def enter_query_mode(self) -> None:
         """Replay without producing commands (queries and update validators)."""

@@ -15,9 +15,10 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, logs, observe
+from durable_workflow import clock, interceptors, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
+from durable_workflow.engine.events import EventType
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
@@ -57,6 +58,7 @@ from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
+from durable_workflow.headers import stored
 from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -489,6 +491,38 @@ def _feed_and_persist(
     goes on in this same task.
     """
     observe.replayed(run.workflow_type, len(tail))
+    events: list[Any] = []
+
+    def feed(_: interceptors.ExecuteWorkflowTaskInput) -> None:
+        events.extend(_feed_and_persist_once(run, runtime, tail, now=now))
+
+    interceptors.call("execute_workflow_task", _task_input(run, runtime, tail), feed)
+    return events
+
+
+def _task_input(
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any]
+) -> interceptors.ExecuteWorkflowTaskInput:
+    boundary = runtime.replayed_through = run.workflow_task_sequence
+    headers = runtime.start_headers
+    if not headers:
+        started = next((e for e in tail if e.event_type == EventType.WORKFLOW_STARTED), None)
+        headers = stored(started.payload) if started is not None else {}
+    return interceptors.ExecuteWorkflowTaskInput(
+        workflow_type=run.workflow_type,
+        instance_id=run.instance_id,
+        run_id=str(run.id),
+        attempt=runtime.task_attempt,
+        events=len(tail),
+        replayed_events=sum(1 for e in tail if e.sequence <= boundary),
+        sticky=runtime.last_sequence > 0,
+        headers=dict(headers),
+    )
+
+
+def _feed_and_persist_once(
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any], *, now: dt.datetime
+) -> list[Any]:
     runtime.feed(tail)
     while True:
         commands = runtime.take_commands()

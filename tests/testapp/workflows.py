@@ -263,6 +263,7 @@ from tests.testapp import (  # noqa: E402
     sessions,  # noqa: F401
     tenancy,  # noqa: F401
     testing_workflows,  # noqa: F401
+    traced,  # noqa: F401
     unsafe,  # noqa: F401
     versioned,  # noqa: F401
     webhook_workflows,  # noqa: F401

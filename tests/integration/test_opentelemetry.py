@@ -1,0 +1,142 @@
+"""OpenTelemetry tracing through the engine in this process (SQLite and PostgreSQL).
+
+The span tree of a workflow with activities, a retry, a timer, a child and a signal:
+one trace from the caller's span, each workflow task under the start, each activity
+attempt under the span that scheduled it, the child's tasks under the span that
+started it; and nothing traced twice when every task replays the history cold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from durable_workflow import WorkflowStub
+from durable_workflow.contrib.opentelemetry import TracingInterceptor
+from durable_workflow.testing import Replayer, travel
+from tests.otel_spans import render_tree, span_record
+from tests.testapp import traced
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def tracing():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    configured = {"INTERCEPTORS": [TracingInterceptor(tracer_provider=provider)]}
+    with override_settings(DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, **configured}):
+        yield provider, exporter
+    provider.shutdown()
+
+
+def run_order(inline: Any, provider: TracerProvider, instance_id: str) -> WorkflowStub:
+    with provider.get_tracer("tests").start_as_current_span("POST /orders"):
+        stub = WorkflowStub.make(traced.Order, instance_id)
+        stub.start(1)
+    inline.run()
+    with travel(seconds=2):
+        inline.run()
+        stub.signal("proceed")
+        inline.run()
+    assert stub.refresh().completed(), stub.status()
+    return stub
+
+
+def named(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [s for s in spans if s["name"] == name]
+
+
+def test_one_trace_with_every_span_under_the_one_that_caused_it(inline, tracing):
+    provider, exporter = tracing
+    stub = run_order(inline, provider, "traced-1")
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+
+    # The signal was sent outside the request: its own trace, linked from where it landed.
+    [signal] = named(spans, "SignalWorkflow:proceed")
+    assert len({s["trace_id"] for s in spans if s is not signal}) == 1
+    by_id = {s["span_id"]: s for s in spans}
+
+    def parent(span: dict[str, Any]) -> str:
+        return by_id[span["parent_id"]]["name"]
+
+    [request] = named(spans, "POST /orders")
+    [start] = named(spans, "StartWorkflow:tests.traced.order")
+    assert start["parent_id"] == request["span_id"] and start["kind"] == "CLIENT"
+    assert start["attributes"]["durable_workflow.workflow.run_id"] == stub.run_id()
+    tasks = named(spans, "WorkflowTask:tests.traced.order")
+    assert len(tasks) >= 4 and all(t["parent_id"] == start["span_id"] for t in tasks)
+    assert tasks[0]["attributes"]["durable_workflow.workflow_task.replay"] is False
+
+    a, b = [
+        s
+        for s in named(spans, "StartActivity:tests.traced.step")
+        if s["attributes"]["durable_workflow.workflow.type"] == "tests.traced.order"
+    ]
+    assert {parent(a), parent(b)} == {"WorkflowTask:tests.traced.order"}
+    runs = named(spans, "RunActivity:tests.traced.step")
+    under_a = [r for r in runs if r["parent_id"] == a["span_id"]]
+    assert [r["attributes"]["durable_workflow.activity.attempt"] for r in under_a] == [1, 2]
+    assert [r["status"] for r in under_a] == ["ERROR", "UNSET"]
+    assert under_a[0]["attributes"]["error.type"] == "RuntimeError"
+    assert under_a[1]["attributes"]["durable_workflow.activity.retry"] is True
+    assert [r["parent_id"] for r in runs if r not in under_a].count(b["span_id"]) == 1
+
+    [timer] = named(spans, "FireTimer")
+    assert timer["attributes"]["durable_workflow.timer.seconds"] == 1
+    [child_start] = named(spans, "StartChildWorkflow:tests.traced.child")
+    child_tasks = named(spans, "WorkflowTask:tests.traced.child")
+    assert child_tasks and all(t["parent_id"] == child_start["span_id"] for t in child_tasks)
+    [child_activity] = [
+        r for r in runs if r["attributes"]["durable_workflow.workflow.type"] == "tests.traced.child"
+    ]
+    assert parent(by_id[child_activity["parent_id"]]) == "WorkflowTask:tests.traced.child"
+
+    [handled] = named(spans, "HandleSignal:proceed")
+    assert handled["links"] == [signal["span_id"]]
+    assert len(named(spans, "CompleteWorkflow")) == 2  # the order and its child
+    # What the traced worker recorded replays without the interceptor.
+    assert Replayer().replay_run(stub.run_id()).closed_by == "WorkflowCompleted"
+
+
+def test_cold_replays_emit_nothing_twice(inline, tracing):
+    provider, exporter = tracing
+    with override_settings(DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "STICKY_ENABLED": False}):
+        run_order(inline, provider, "traced-cold")
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    counts = Counter(s["name"] for s in spans if not s["name"].startswith("WorkflowTask:"))
+    assert counts == {
+        "POST /orders": 1,
+        "StartWorkflow:tests.traced.order": 1,
+        "StartActivity:tests.traced.step": 3,
+        "RunActivity:tests.traced.step": 4,
+        "StartTimer": 1,
+        "FireTimer": 1,
+        "StartChildWorkflow:tests.traced.child": 1,
+        "SignalWorkflow:proceed": 1,
+        "HandleSignal:proceed": 1,
+        "CompleteWorkflow": 2,
+    }
+    tasks = named(spans, "WorkflowTask:tests.traced.order")
+    later = [t["attributes"] for t in tasks[1:]]
+    assert all(a["durable_workflow.workflow_task.sticky"] == "cold" for a in later)
+    assert all(a["durable_workflow.workflow_task.replay"] for a in later)
+
+
+def test_the_rendered_tree(inline, tracing):
+    provider, exporter = tracing
+    run_order(inline, provider, "traced-tree")
+    tree = render_tree(
+        [span_record(s) for s in exporter.get_finished_spans()],
+        keys=("durable_workflow.activity.attempt", "durable_workflow.workflow_task.sticky"),
+    )
+    print(tree)
+    assert tree.startswith("POST /orders\n  StartWorkflow:tests.traced.order\n")

@@ -41,6 +41,7 @@ class OperatorActionsMixin:
         "update",
         "reset",
         "fork",
+        "archive",
     )
 
     def target_of(self, obj: Any) -> Target:

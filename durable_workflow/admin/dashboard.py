@@ -2,9 +2,10 @@
 
 Every number is a link to the runs list filtered to the runs it counts. The
 charts are SVG drawn here on the server (nothing is fetched by the browser but
-the page itself). The page reads aggregates only: open runs by status and type,
-runs closed over the last day by status (one conditional count per bucket, in
-one query per chart), one count per attention kind, the live worker
+the page itself). Archived runs are left out of the closed counts, as they are
+out of the runs list the numbers link to. The page reads aggregates only: open
+runs by status and type, runs closed over the last day by status (one
+conditional count per bucket, in one query per chart), one count per attention kind, the live worker
 registrations and the next schedules.
 """
 
@@ -83,9 +84,9 @@ def closed_buckets(now: dt.datetime, *, count: int, width: dt.timedelta) -> list
         window = Q(closed_at__gte=edges[i], closed_at__lt=edges[i + 1])
         counts[f"c{i}"] = Count("pk", filter=window & Q(status=RunStatus.COMPLETED))
         counts[f"f{i}"] = Count("pk", filter=window & Q(status=RunStatus.FAILED))
-    totals = WorkflowRun.objects.filter(closed_at__gte=edges[0], closed_at__lt=now).aggregate(
-        **counts
-    )
+    totals = WorkflowRun.objects.filter(
+        closed_at__gte=edges[0], closed_at__lt=now, archived_at__isnull=True
+    ).aggregate(**counts)
     return [
         Bucket(edges[i], edges[i + 1], totals[f"c{i}"] or 0, totals[f"f{i}"] or 0)
         for i in range(count)
@@ -153,7 +154,9 @@ def status_counts(now: dt.datetime) -> list[dict[str, Any]]:
         .values_list("status", "n")
     )
     closed_rows = dict(
-        WorkflowRun.objects.filter(status__in=CLOSED_STATUSES, closed_at__gte=since)
+        WorkflowRun.objects.filter(
+            status__in=CLOSED_STATUSES, closed_at__gte=since, archived_at__isnull=True
+        )
         .values_list("status")
         .annotate(n=Count("pk"))
         .values_list("status", "n")
@@ -179,7 +182,8 @@ def type_counts(now: dt.datetime) -> list[dict[str, Any]]:
     since = now - dt.timedelta(days=1)
     rows = (
         WorkflowRun.objects.filter(
-            Q(status__in=OPEN_STATUSES) | Q(status=RunStatus.FAILED, closed_at__gte=since)
+            Q(status__in=OPEN_STATUSES)
+            | Q(status=RunStatus.FAILED, closed_at__gte=since, archived_at__isnull=True)
         )
         .values("workflow_type")
         .annotate(

@@ -72,3 +72,35 @@ class QueueFilter(_StaticFilter):
             return [queue for _, queue in configured_scopes()]
         except Exception:  # a broken Celery config must not break the page
             return []
+
+
+class ArchivedFilter(admin.SimpleListFilter):
+    """Archived runs are left out of the list unless ``?archived=yes`` (only them) or
+    ``?archived=all`` asks for them."""
+
+    title = "archived"
+    parameter_name = "archived"
+    #: The lookup (a model field path) holding the run's ``archived_at``.
+    field = "archived_at"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Archived only"), ("all", "Archived or not")]
+
+    def choices(self, changelist: Any) -> Any:
+        # Django's first choice (no parameter) is "All"; here it means "not archived".
+        for index, choice in enumerate(super().choices(changelist)):
+            yield {**choice, "display": "Not archived"} if index == 0 else choice
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "all":
+            return queryset
+        if value == "yes":
+            return queryset.filter(**{f"{self.field}__isnull": False})
+        return queryset.filter(**{f"{self.field}__isnull": True})
+
+
+class CurrentRunArchivedFilter(ArchivedFilter):
+    """Instances whose newest run is archived are left out the same way."""
+
+    field = "current_run__archived_at"

@@ -11,7 +11,7 @@ from django.utils.html import format_html_join
 
 from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
 from durable_workflow.admin.base import EngineAdmin, timeline_url
-from durable_workflow.admin.filters import WorkflowTypeFilter
+from durable_workflow.admin.filters import CurrentRunArchivedFilter, WorkflowTypeFilter
 from durable_workflow.admin.operations import Target
 from durable_workflow.admin.runs import allowed_operations, run_link
 from durable_workflow.models import WorkflowInstance, WorkflowRun
@@ -29,7 +29,12 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
         "created_at",
         "updated_at",
     )
-    list_filter = ("status", WorkflowTypeFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        CurrentRunArchivedFilter,
+        "status",
+        WorkflowTypeFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
     search_fields = ("=instance_id", "^instance_id", "=business_key")
     search_help_text = "Instance id (exact or prefix) or business key."
     actions = OPERATOR_ACTIONS

@@ -24,7 +24,7 @@ from durable_workflow.exceptions import (
     QueryFailedError,
     WorkflowNotFoundError,
 )
-from durable_workflow.executor import control, intake, updates
+from durable_workflow.executor import archiving, control, intake, updates
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES, Task, TaskType, WorkflowRun
 
@@ -101,14 +101,23 @@ OPERATIONS = {
         OPERATE_PERMISSION,
         "A reset into a new instance: this run is left exactly as it is.",
     ),
+    "archive": Operation(
+        "archive",
+        "Archive",
+        OPERATE_PERMISSION,
+        "Mark the closed run archived (an instance: all its closed runs): it leaves the "
+        "default runs list and stays readable; nothing is deleted. Open runs are refused.",
+    ),
 }
 
 #: Operations that read or write one run at a time only (no changelist bulk action).
 SINGLE_RUN_ONLY = ("query", "fork")
 #: Operations a closed run still answers.
-ON_CLOSED_RUNS = ("query", "reset", "fork")
+ON_CLOSED_RUNS = ("query", "reset", "fork", "archive")
 #: Operations ``admin.rewind`` carries out.
 REWIND = ("reset", "fork")
+#: Operations only a closed run takes (no button on an open run's page).
+ONLY_ON_CLOSED_RUNS = ("archive",)
 #: The longest answer a query shows (the rest is cut).
 MAX_ANSWER_CHARS = 4000
 
@@ -310,6 +319,8 @@ def preview(kind: str, target: Target, data: dict[str, Any] | None = None) -> Ou
         from durable_workflow.admin.rewind import rewind
 
         return rewind(kind, target, data or {}, dry_run=True)
+    if kind == "archive":
+        return _preview_archive(target)
     current = (
         WorkflowRun.objects.filter(instance_id=target.instance_id)
         .order_by("-run_number")
@@ -332,6 +343,14 @@ def preview(kind: str, target: Target, data: dict[str, Any] | None = None) -> Ou
     return Outcome(target, True, f"would_{kind}")
 
 
+def _preview_archive(target: Target) -> Outcome:
+    """An archive's verdict, read only (``operations.archiving.preview``)."""
+    from durable_workflow.operations.archiving import preview as archive_preview
+
+    accepted, outcome, reason = archive_preview(target.instance_id, target.run_id)
+    return Outcome(target, accepted, outcome, reason)
+
+
 def perform(kind: str, target: Target, data: dict[str, Any], request: HttpRequest) -> Outcome:
     """Run one operator command; the result says what the engine decided."""
     reason = data["reason"]
@@ -339,6 +358,11 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
         if kind in ("cancel", "terminate"):
             command = control.request_cancel if kind == "cancel" else control.request_terminate
             result = command(
+                target.instance_id, run_id=target.run_id, reason=reason, source="admin"
+            )
+            outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
+        elif kind == "archive":
+            result = archiving.request_archive(
                 target.instance_id, run_id=target.run_id, reason=reason, source="admin"
             )
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)

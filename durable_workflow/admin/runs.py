@@ -23,8 +23,13 @@ from durable_workflow.admin.base import (
     timeline_url,
 )
 from durable_workflow.admin.compatibility import compatibility_html
-from durable_workflow.admin.filters import QueueFilter, WorkflowTypeFilter
-from durable_workflow.admin.operations import ON_CLOSED_RUNS, OPERATIONS, Target
+from durable_workflow.admin.filters import ArchivedFilter, QueueFilter, WorkflowTypeFilter
+from durable_workflow.admin.operations import (
+    ON_CLOSED_RUNS,
+    ONLY_ON_CLOSED_RUNS,
+    OPERATIONS,
+    Target,
+)
 from durable_workflow.admin.payloads import duration, pre
 from durable_workflow.admin.run_list import NeedsAttentionFilter, RunListMixin
 from durable_workflow.admin.triage import triage
@@ -42,6 +47,7 @@ from durable_workflow.models import (
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     list_filter = (
+        ArchivedFilter,
         NeedsAttentionFilter,
         "status",
         WorkflowTypeFilter,
@@ -96,6 +102,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
                     "started_at",
                     "last_progress_at",
                     "closed_at",
+                    "archived_at",
                     "cancel_requested_at",
                     "execution_timeout_seconds",
                     "run_timeout_seconds",
@@ -298,13 +305,16 @@ def allowed_operations(
 ) -> list[dict[str, str]]:
     """Buttons for the run page: the operations this user may start on this run."""
     if run is None:
-        run = WorkflowRun.objects.filter(pk=object_id).only("status").first()
+        run = WorkflowRun.objects.filter(pk=object_id).only("status", "archived_at").first()
     if run is None:
         return []
     allowed = []
     for kind, operation in OPERATIONS.items():
         permitted = request.user.has_perm(operation.permission)
-        if not permitted or (run.status in TERMINAL_RUN_STATUSES and kind not in ON_CLOSED_RUNS):
+        closed = run.status in TERMINAL_RUN_STATUSES
+        if not permitted or (closed and kind not in ON_CLOSED_RUNS):
+            continue
+        if kind in ONLY_ON_CLOSED_RUNS and (not closed or run.archived_at is not None):
             continue
         allowed.append(
             {

@@ -31,6 +31,7 @@ NO_ACTIONS = {
     "can_update": False,
     "can_cancel": False,
     "can_terminate": False,
+    "can_archive": False,
 }
 
 _BUCKET = {"completed": "completed", "failed": "failed", "cancelled": "failed"}
@@ -109,6 +110,7 @@ def _run(run: WorkflowRun, is_current: bool) -> dict[str, Any]:
         "queue": run.queue,
         "started_at": iso(run.started_at),
         "closed_at": iso(run.closed_at),
+        "archived_at": iso(run.archived_at),
         "last_progress_at": iso(run.last_progress_at),
         "wait_kind": wait_kind,
         "wait_reason": wait_reason,
@@ -119,7 +121,9 @@ def _run(run: WorkflowRun, is_current: bool) -> dict[str, Any]:
 
 
 def _actions(run: WorkflowRun, is_current: bool) -> dict[str, bool]:
-    if run.status in TERMINAL_RUN_STATUSES or not is_current:
+    if run.status in TERMINAL_RUN_STATUSES:  # any closed run may be archived, once
+        return {**NO_ACTIONS, "can_archive": run.archived_at is None}
+    if not is_current:
         return dict(NO_ACTIONS)
     try:
         registry.workflow_class(run.workflow_type)
@@ -132,6 +136,7 @@ def _actions(run: WorkflowRun, is_current: bool) -> dict[str, bool]:
         "can_update": local,
         "can_cancel": True,
         "can_terminate": True,
+        "can_archive": False,
     }
 
 

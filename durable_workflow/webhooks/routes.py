@@ -56,6 +56,7 @@ def routes(workflows: Any = None) -> list[URLPattern]:
             path(prefix + "cancel", view(views.CancelView), name=f"{scope}-cancel"),
             path(prefix + "terminate", view(views.TerminateView), name=f"{scope}-terminate"),
             path(prefix + "repair", view(views.RepairView), name=f"{scope}-repair"),
+            path(prefix + "archive", view(views.ArchiveView), name=f"{scope}-archive"),
             path(prefix + "describe", view(views.DescribeView), name=f"{scope}-describe"),
         ]
     patterns.append(re_path(r"^(?P<rest>[\s\S]*)\Z", unknown_route, name="unknown-route"))

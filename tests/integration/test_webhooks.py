@@ -696,6 +696,7 @@ def test_describe_active_terminated_historical_and_missing(client, inline, loope
     assert run["wait_kind"] == "signal"
     assert run["wait_reason"] == "Waiting for signal [approved-by]"
     assert run["started_at"].endswith("+00:00")
+    assert body["actions"].pop("can_archive") is False  # open: nothing to archive yet
     assert all(body["actions"].values())
     assert WorkflowCommand.objects.filter(instance_id="d-1").count() == 1  # no command row
 
@@ -704,10 +705,16 @@ def test_describe_active_terminated_historical_and_missing(client, inline, loope
     assert closed["run"]["status"] == "terminated"
     assert closed["run"]["status_bucket"] == "failed"
     assert closed["run"]["closed_reason"] == "terminated"
+    assert closed["actions"].pop("can_archive") is True  # closed: archive is all it takes
     assert not any(closed["actions"].values())
+    WorkflowStub.load("d-1").archive()
+    archived = client.get("/webhooks/instances/d-1/describe").json()
+    assert archived["run"]["archived_at"].endswith("+00:00")
+    assert not any(archived["actions"].values())
 
     historical = client.get(f"/webhooks/instances/loop-1/runs/{looped['old']}/describe").json()
     assert historical["run"]["is_current_run"] is False
+    assert historical["actions"].pop("can_archive") is True
     assert not any(historical["actions"].values())
     assert historical["run_count"] == 2
 

@@ -127,6 +127,7 @@ def test_start_signal_query_update_cancel_round_trip(http, worker_thread):  # no
     eventually(lambda: WorkflowStub.load("live-1").status() == "cancelled")
     closed = http.get("instances/live-1/describe").json()
     assert closed["run"]["status"] == "cancelled"
+    assert closed["actions"].pop("can_archive") is True
     assert not any(closed["actions"].values())
 
     sources = set(WorkflowCommand.objects.filter(instance_id="live-1").values_list("source"))

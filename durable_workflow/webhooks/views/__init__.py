@@ -7,6 +7,7 @@ from durable_workflow.webhooks.views.activities import (
     HeartbeatActivityView,
 )
 from durable_workflow.webhooks.views.commands import (
+    ArchiveView,
     CancelView,
     RepairView,
     SignalView,
@@ -22,6 +23,7 @@ from durable_workflow.webhooks.views.start import (
 from durable_workflow.webhooks.views.updates import UpdateView
 
 __all__ = [
+    "ArchiveView",
     "CancelView",
     "CancelledActivityView",
     "CompleteActivityView",

@@ -1,4 +1,4 @@
-"""Signal, cancel, terminate and repair, by instance or by run."""
+"""Signal, cancel, terminate, repair and archive, by instance or by run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from django.http import HttpRequest, HttpResponse
 
 from durable_workflow import clock
-from durable_workflow.executor import control, intake
+from durable_workflow.executor import archiving, control, intake
 from durable_workflow.models import CommandStatus, CommandType
 from durable_workflow.store import commands, database, runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
@@ -98,6 +98,29 @@ class CancelView(CloseView):
 
 class TerminateView(CloseView):
     kind = "terminate"
+
+
+class ArchiveView(WebhookView):
+    """``POST .../archive`` with an optional ``{"reason": ...}``: archive the instance's
+    closed runs, or the one closed run the route names (409 while it is open)."""
+
+    def post(
+        self, request: HttpRequest, instance_id: str, run_id: str | None = None
+    ) -> HttpResponse:
+        instance = self.exposed_instance(instance_id)
+        selected = self.selected_run(instance, run_id)
+        data = self.body()
+        validation.refuse_unknown(data, {"reason"})
+        reason = validation.reason(data, self.config)
+        outcome = archiving.request_archive(
+            instance.instance_id,
+            run_id=selected.id if selected else None,
+            reason=reason,
+            source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
+        )
+        self.ingress([outcome.command_id], data)
+        return command_response(instance, selected, outcome, reason=reason)
 
 
 class _Rejected:

@@ -86,6 +86,7 @@ _RUN_FIELDS = (
     "cancel_requested_at",
     "started_at",
     "closed_at",
+    "archived_at",
     "last_progress_at",
     "created_at",
 )

@@ -1,4 +1,5 @@
-"""Retention: delete closed runs older than a cutoff with every row that hangs off them.
+"""Retention: delete closed runs older than a cutoff with every row that hangs off them
+(or, ``archived_only``, only runs archived before the cutoff).
 
 Rows go in dependency order, one batch of runs per transaction: attempts,
 tasks, activity executions, timers, history (in chunks), signals, updates,
@@ -57,13 +58,17 @@ def parse_age(text: str) -> dt.timedelta:
 
 
 def candidates(
-    cutoff: dt.datetime, *, statuses: Sequence[str] | None = None
+    cutoff: dt.datetime, *, statuses: Sequence[str] | None = None, archived_only: bool = False
 ) -> QuerySet[WorkflowRun]:
-    """Closed runs whose ``closed_at`` is at or before ``cutoff``, oldest first."""
+    """Closed runs whose ``closed_at`` is at or before ``cutoff``, oldest first; with
+    ``archived_only``, archived runs whose ``archived_at`` is at or before it instead."""
     allowed = set(statuses or TERMINAL_RUN_STATUSES) & set(TERMINAL_RUN_STATUSES)
-    return WorkflowRun.objects.filter(
-        status__in=sorted(allowed), closed_at__isnull=False, closed_at__lte=cutoff
-    ).order_by("closed_at", "id")
+    runs = WorkflowRun.objects.filter(status__in=sorted(allowed), closed_at__isnull=False)
+    if archived_only:
+        return runs.filter(archived_at__isnull=False, archived_at__lte=cutoff).order_by(
+            "archived_at", "id"
+        )
+    return runs.filter(closed_at__lte=cutoff).order_by("closed_at", "id")
 
 
 def _dependents(run_ids: Any) -> list[tuple[str, QuerySet[Any]]]:
@@ -154,6 +159,7 @@ class PruneReport:
     cutoff: str
     dry_run: bool
     total_runs: int
+    archived_only: bool = False
     pruned_runs: int = 0
     exported: int = 0
     skipped: list[dict[str, str]] = dataclasses.field(default_factory=list)
@@ -189,11 +195,14 @@ def prune(
     limit: int | None = None,
     progress: Callable[[PruneReport], None] | None = None,
     now: dt.datetime | None = None,
+    archived_only: bool = False,
 ) -> PruneReport:
     cutoff = (now or clock.now()) - older_than
-    runs = candidates(cutoff, statuses=statuses)
+    runs = candidates(cutoff, statuses=statuses, archived_only=archived_only)
     total = runs.count() if limit is None else min(runs.count(), limit)
-    report = PruneReport(cutoff=cutoff.isoformat(), dry_run=dry_run, total_runs=total)
+    report = PruneReport(
+        cutoff=cutoff.isoformat(), dry_run=dry_run, total_runs=total, archived_only=archived_only
+    )
     if dry_run:
         report.rows = count_rows(
             runs.filter(id__in=list(runs.values_list("id", flat=True)[:total]))

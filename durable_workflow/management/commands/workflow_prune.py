@@ -37,6 +37,11 @@ class Command(BaseCommand):
             help="only runs with this status (repeatable; default: every closed status)",
         )
         parser.add_argument(
+            "--archived-only",
+            action="store_true",
+            help="only archived runs, archived at least --older-than ago (what the spec asks)",
+        )
+        parser.add_argument(
             "--dry-run", action="store_true", help="count what would go, delete nothing"
         )
         parser.add_argument("--batch-size", type=int, default=500, help="runs per transaction")
@@ -66,6 +71,7 @@ class Command(BaseCommand):
             export_dir=export_dir,
             limit=options["limit"],
             progress=None if quiet else self._progress,
+            archived_only=options["archived_only"],
         )
         logger.info(
             "workflow_prune: %s of %s runs pruned (dry run: %s)",
@@ -91,14 +97,15 @@ class Command(BaseCommand):
         )
 
     def _summary(self, report: PruneReport) -> None:
+        which = "archived" if report.archived_only else "closed"
         if report.dry_run:
             self.stdout.write(
-                f"dry run: {report.total_runs} run(s) closed before {report.cutoff} would be "
+                f"dry run: {report.total_runs} run(s) {which} before {report.cutoff} would be "
                 "pruned; rows that would be deleted:"
             )
         else:
             self.stdout.write(
-                f"pruned {report.pruned_runs} run(s) closed before {report.cutoff}"
+                f"pruned {report.pruned_runs} run(s) {which} before {report.cutoff}"
                 + (f", exported {report.exported}" if report.exported else "")
                 + "; rows deleted:"
             )

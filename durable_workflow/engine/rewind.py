@@ -21,7 +21,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from durable_workflow.engine.events import RESOLUTION_EVENTS, EventType, HistoryEvent
+from durable_workflow.engine.events import (
+    RESOLUTION_EVENTS,
+    TERMINAL_EVENTS,
+    EventType,
+    HistoryEvent,
+)
 
 #: Named reset points; an ``int`` names an event sequence instead.
 POINT_KINDS = ("start", "first_failure", "last_workflow_task")
@@ -107,6 +112,7 @@ REFUSALS = {
     "child_run": "the run is a child of another workflow: reset the parent instead",
     "no_failure": "the run has no failure (and is not parked on a failed workflow task)",
     "after_close_request": "the point is after a cancel or terminate request",
+    "after_close": "the point is after the run closed",
     "child_in_flight": "a child workflow started before the point had not closed by it",
     "update_in_flight": "an update accepted before the point had not completed by it",
     "message_in_prefix": "a stream message was received before the point",
@@ -238,6 +244,8 @@ def _check_prefix(prefix: Sequence[HistoryEvent]) -> None:
     kinds = {e.event_type for e in prefix}
     if kinds & _CLOSE_REQUESTS:
         raise RefusedPoint("after_close_request")
+    if kinds & (TERMINAL_EVENTS | {EventType.WORKFLOW_ARCHIVED}):
+        raise RefusedPoint("after_close")
     if EventType.MESSAGE_RECEIVED in kinds:
         raise RefusedPoint("message_in_prefix")
     children = {

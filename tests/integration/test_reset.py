@@ -395,3 +395,19 @@ def test_a_run_whose_workflow_task_is_running_is_refused(inline):
     )
     assert _refusal(lambda: stub.reset("start")) == "workflow_task_running"
     assert WorkflowRun.objects.filter(instance_id="rw-busy").count() == 1
+
+
+def test_an_archived_run_can_be_reset_and_the_new_run_is_not_archived(inline):
+    stub = start("tests.rewind", "rw-archived", 1)
+    inline.run()
+    stub.archive("done with it")
+    old_id = stub.run_id()
+    assert WorkflowStub.load_run(old_id).archived_at() is not None
+    last = stub.history()[-1]
+    assert last.event_type == "WorkflowArchived"
+    # The last event: the cut backs off over the close, to the task that closed the run.
+    assert stub.reset(last.sequence, dry_run=True).reset_point["cut"] == last.sequence - 1
+    result = stub.reset("start", reason="audit asks for a re-run")
+    inline.run()
+    assert stub.refresh().completed() and stub.archived_at() is None
+    assert WorkflowRun.objects.get(id=result.run_id).archived_at is None

@@ -90,6 +90,7 @@ def test_signals_after_the_cut_are_reapplied_and_kept_unapplied_ones_found():
         ),
         ((("UpdateAccepted", {"update_id": "u"}), ("SignalReceived", {})), 4, "update_in_flight"),
         ((("MessageReceived", {}), ("SignalReceived", {})), 4, "message_in_prefix"),
+        ((("WorkflowTimedOut", {}), ("WorkflowArchived", {})), 4, "after_close"),
     ],
 )
 def test_refusals(rows, to, reason):

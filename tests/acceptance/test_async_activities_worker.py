@@ -36,6 +36,7 @@ def _largest_overlap(attempts) -> int:
     return peak
 
 
+@pytest.mark.slow  # 200 naps of 20 s and their workflow tasks: `make test-all` (CI)
 def test_two_hundred_sleeping_async_activities_share_one_worker_process(start_worker):
     worker = start_worker(env=LOOP)
     stub = WorkflowStub.make("tests.async.fan-out", "async-200")
@@ -108,3 +109,23 @@ def test_sigterm_hands_back_running_async_attempts_to_another_worker(start_worke
         )
     )
     assert sorted(statuses) == ["cancelled"] * 20 + ["completed"] * 20
+
+
+@pytest.mark.slow  # two worker start-ups and 30 attempts run twice: `make test-all` (CI)
+def test_a_prefork_child_runs_its_own_loop_and_hands_back_on_sigterm(start_worker):
+    first = start_worker(pool="prefork", env=LOOP)  # one child: Celery concurrency 1
+    stub = WorkflowStub.make("tests.async.hand-back", "async-prefork")
+    stub.start(30, 600)
+    wait_for(
+        lambda: Invocation.objects.filter(name="async-nap-once").count() == 30,
+        timeout=180,
+        message="the async attempts never all started in the child",
+    )
+    running = ActivityAttempt.objects.filter(execution__run_id=stub.run_id(), status="running")
+    assert running.count() == 30  # thirty at once, in a process with one Celery slot
+    assert len({attempt.lease_owner for attempt in running}) == 1
+    first.stop()  # SIGTERM: the child stops, handing its attempts back
+    assert "handed back 30 async activity attempts" in first.output(), first.output()[-3000:]
+    start_worker(env=LOOP)
+    stub.wait(timeout=120)
+    assert stub.output() == ["ran 2"] * 30

@@ -102,3 +102,16 @@ def test_bulk_reset_with_a_dry_run(client, failed, inline):
     inline.run()
     assert all(stub.refresh().completed() for stub in failed)
     assert WorkflowCommand.objects.filter(command_type="reset", source="admin").count() == 2
+
+
+def test_bulk_reset_of_instances_resets_their_current_runs(client, failed, inline):
+    login(client, "boss", *TERMINATE)
+    ids = [stub.id() for stub in failed]
+    post = {"action": "reset_selected", "_selected_action": ids, "apply": "yes"}
+    done = client.post(
+        changelist("workflowinstance"), {**post, "to": "start", "reason": "r"}, follow=True
+    )
+    assert b"Reset (rewind): 2 reset." in done.content
+    inline.run()
+    assert all(stub.refresh().completed() for stub in failed)
+    assert WorkflowRun.objects.filter(reset_from_run__isnull=False).count() == 2

@@ -132,6 +132,20 @@ def _updates(d: Any, iid: str) -> WorkflowStub:
     return stub
 
 
+def _headers(d: Any, iid: str) -> WorkflowStub:
+    """Headers on the start, an update and a signal, recorded in history; no interceptors
+    (a worker process of the real-worker run has none), so the activity and child get none."""
+    headers = {"tenant": "acme", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-01"}
+    stub = WorkflowStub.make("tests.tenancy.order", iid).with_headers(headers)
+    stub.start()
+    d.settle()
+    assert stub.with_headers({"request-id": "u-1"}).update("rename", "x") == "X"
+    d.settle()
+    stub.with_headers({"request-id": "s-1"}).signal("poke", "go")
+    d.settle()
+    return stub
+
+
 def _condition(d: Any, iid: str) -> WorkflowStub:
     stub = d.start("tests.approval", iid, "condition", 60)
     stub.update("mark-ready", True)
@@ -248,6 +262,7 @@ SCENARIOS = [
     Scenario("signal-beats-timeout", _signal_beats_timeout),
     Scenario("signal-handlers", _signal_handlers),
     Scenario("updates", _updates),
+    Scenario("headers", _headers),
     Scenario("condition-wait", _condition),
     Scenario("condition-timeout", _condition_timeout),
     Scenario("cancel", _cancel),

@@ -42,6 +42,17 @@ EXPECTED = {
     "signal-beats-timeout": ("completed", "Bo"),
     "signal-handlers": ("completed", ["first", "second"]),
     "updates": ("completed", ["a", "b", "c"]),
+    "headers": (
+        "completed",
+        {
+            "headers": {"tenant": "acme", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-01"},
+            "activity": {"label": "a", "tenant": None, "headers": {}},
+            "child": {
+                "child_headers": {},
+                "activity": {"label": "c", "tenant": None, "headers": {}},
+            },
+        },
+    ),
     "condition-wait": ("completed", True),
     "condition-timeout": ("completed", False),
     "cancel": ("cancelled", None),

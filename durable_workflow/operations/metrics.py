@@ -43,13 +43,19 @@ HISTORY_SIZE_BUDGET = 5 * 1024 * 1024
 
 def _runs() -> dict[str, Any]:
     by_status = {status: 0 for status in RunStatus.values}
-    for row in WorkflowRun.objects.values("status").annotate(n=Count("id")).order_by():
+    archived = 0
+    rows = WorkflowRun.objects.values("status").annotate(
+        n=Count("id"), archived=Count("id", filter=Q(archived_at__isnull=False))
+    )
+    for row in rows.order_by():
         by_status[row["status"]] = row["n"]
+        archived += row["archived"]
     open_count = sum(n for s, n in by_status.items() if s not in TERMINAL_RUN_STATUSES)
     return {
         "by_status": by_status,
         "open": open_count,
         "closed": sum(by_status.values()) - open_count,
+        "archived": archived,
     }
 
 

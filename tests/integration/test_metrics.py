@@ -45,6 +45,9 @@ def test_metrics_snapshot_counts_runs_queues_repairs_and_failures(inline):
     schemas.validate(snapshot, schemas.OPERATOR_METRICS)
     assert snapshot["runs"]["by_status"]["completed"] == 1
     assert snapshot["runs"]["open"] == 3
+    assert snapshot["runs"]["archived"] == 0
+    done.archive("metrics")
+    assert operator_metrics()["runs"]["archived"] == 1  # still counted closed, by status
     queues = {q["queue"]: q for q in snapshot["queues"]}
     assert queues["payments"]["ready"] == 1
     assert queues["payments"]["by_task_type"]["workflow"]["ready"] == 1

@@ -193,6 +193,19 @@ class StartChildInput:
 
 
 @dataclass
+class SignalExternalInput:
+    """A signal the body sends to another workflow (a child's or an external handle's)."""
+
+    instance_id: str
+    #: ``None``: that instance's current run.
+    run_id: str | None
+    name: str
+    args: list[Any]
+    #: Sent with the signal: the receiving run's ``handle_signal`` sees them.
+    headers: Headers = field(default_factory=dict)
+
+
+@dataclass
 class StartTimerInput:
     #: The delay, in seconds, as the body asked for it (already resolved).
     seconds: float
@@ -275,6 +288,9 @@ class WorkflowOutboundInterceptor:
         return next(input)
 
     def start_timer(self, input: StartTimerInput, next: Next[Any, Any]) -> Any:
+        return next(input)
+
+    def signal_external(self, input: SignalExternalInput, next: Next[Any, Any]) -> Any:
         return next(input)
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from durable_workflow import interceptors
 from durable_workflow.exceptions import CommandRejected
+from durable_workflow.headers import check_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.results import CommandResult
 from durable_workflow.text import check_name, check_reason
@@ -44,8 +46,19 @@ class _Target:
         """``attempt_signal`` with a positional list or a named map of arguments."""
         check_name(name, field="signal name")
         values = list(arguments.values()) if isinstance(arguments, dict) else list(arguments)
-        outcome = self._runtime.signal_workflow(self.id(), self._run_target(), name, values)
-        return self._result(outcome)
+        runtime = self._runtime
+
+        def send(input: interceptors.SignalExternalInput) -> Any:
+            return runtime.signal_workflow(
+                input.instance_id,
+                input.run_id,
+                input.name,
+                list(input.args),
+                headers=check_headers(input.headers),
+            )
+
+        signal = interceptors.SignalExternalInput(self.id(), self._run_target(), name, values)
+        return self._result(interceptors.call("signal_external", signal, send))
 
     def signal(self, name: str, *args: Any) -> None:
         """Signal the workflow; raises ``CommandRejected`` when the signal is rejected."""

@@ -106,7 +106,15 @@ class Children:
         return self._core.ops.children()
 
     # ------------------------------------------------------ other workflows
-    def signal(self, instance_id: str, run_id: str | None, name: str, args: list[Any]) -> Outcome:
+    def signal(
+        self,
+        instance_id: str,
+        run_id: str | None,
+        name: str,
+        args: list[Any],
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> Outcome:
         """Signal another workflow (a step); its outcome, as recorded."""
         self._steps.refuse_in_group("signalling a workflow")
         core = self._core
@@ -117,7 +125,12 @@ class Children:
         encoded = self._steps.encode_if_new(sig, lambda: core.payloads.encode_arguments(args))
         step, recorded = core.claim(sig)
         command = SignalExternal(
-            step=step, instance_id=instance_id, run_id=run_id, signal_name=name, arguments=encoded
+            step=step,
+            instance_id=instance_id,
+            run_id=run_id,
+            signal_name=name,
+            arguments=encoded,
+            headers=dict(headers or {}),
         )
         return self._send(ExternalSignalOp(step, name), command, recorded is None)
 

@@ -57,6 +57,8 @@ class SignalExternal:
     run_id: str | None
     signal_name: str
     arguments: Envelope
+    #: Sent with the signal (``signal_external`` interceptors).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

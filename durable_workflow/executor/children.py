@@ -114,6 +114,7 @@ def signal_workflow(run: RunRecord, command: c.SignalExternal, *, now: dt.dateti
         "target_run_id": command.run_id,
         "signal_name": command.signal_name,
     }
+    with_headers(payload, command.headers)
     try:
         sent = send_signal(
             command.instance_id,
@@ -122,6 +123,7 @@ def signal_workflow(run: RunRecord, command: c.SignalExternal, *, now: dt.dateti
             run_id=command.run_id,
             source="workflow",
             metadata={"sender_instance_id": run.instance_id, "sender_run_id": str(run.id)},
+            headers=command.headers,
         )
     except WorkflowNotFoundError:
         payload.update(_not_found())

@@ -190,6 +190,25 @@ def test_an_async_activity_runs_inside_the_tenant_scope(inline):
         assert stub.result(timeout=5) == {"label": "async", "tenant": "umbrella"}
 
 
+def test_a_signal_from_a_workflow_carries_its_headers(inline):
+    target = WorkflowStub.make(tenancy.TenantOrder, "signal-target")
+    target.start(False)
+    inline.run()
+    with interceptors(tenancy.TenantInterceptor, tenancy.Outer):
+        sender = WorkflowStub.make(tenancy.Poker, "signal-sender")
+        sender.start(StartOptions(headers={"tenant": "stark"}), "signal-target")
+        inline.run()
+        assert sender.result(timeout=5) == "sent"
+        assert target.result(timeout=5)["headers"] == {}
+    expected = {"tenant": "stark", "seen-by": "outer"}
+    [sent] = events_of(sender, "ExternalSignalSent")
+    assert sent["headers"] == expected
+    [received] = events_of(target, "SignalReceived")
+    assert received["headers"] == expected
+    assert ("outer", "handle_signal", ("poke", expected)) in tenancy.CALLS
+    assert ("outer", "signal_external", "poke") in [(w, m, d) for w, m, d in tenancy.CALLS]
+
+
 def test_headers_are_the_same_on_replay_with_or_without_interceptors(inline, tmp_path):
     with interceptors(tenancy.TenantInterceptor, tenancy.Outer):
         token = tenancy.current_tenant.set("globex")

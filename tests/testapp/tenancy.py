@@ -23,6 +23,7 @@ from durable_workflow.interceptors import (
     HandleWorkflowInput,
     QueryWorkflowInput,
     ScheduleActivityInput,
+    SignalExternalInput,
     SignalWorkflowInput,
     StartChildInput,
     StartTimerInput,
@@ -59,6 +60,12 @@ class TenantInterceptor(dw.Interceptor):
         return next(input)
 
     def start_child(self, input: StartChildInput, next: Any) -> Any:
+        tenant = dw.info().headers.get("tenant")
+        if tenant is not None:
+            input.headers.setdefault("tenant", tenant)
+        return next(input)
+
+    def signal_external(self, input: SignalExternalInput, next: Any) -> Any:
         tenant = dw.info().headers.get("tenant")
         if tenant is not None:
             input.headers.setdefault("tenant", tenant)
@@ -154,6 +161,10 @@ class Recording(dw.Interceptor):
         CALLS.append((self.name, "start_timer", input.seconds))
         return next(input)
 
+    def signal_external(self, input: SignalExternalInput, next: Any) -> Any:
+        self._note("signal_external", input, input.name)
+        return next(input)
+
     def execute_activity(self, input: ExecuteActivityInput, next: Any) -> Any:
         CALLS.append((self.name, "execute_activity", dict(input.headers)))
         return next(input)
@@ -245,3 +256,13 @@ class TenantAsync(Workflow):
 
     def handle(self) -> dict[str, Any]:
         return dw.activity(AsyncWhoAmI, "async")
+
+
+class Poker(Workflow):
+    """Signals another workflow from its body (an external handle)."""
+
+    type_key = "tests.tenancy.poker"
+
+    def handle(self, target: str) -> str:
+        dw.external_workflow(target).signal("poke", "go")
+        return "sent"

@@ -47,12 +47,20 @@ ENCRYPTION_SETTINGS = (
 #: runs through a real worker (the recorder and the Celery hook come from the installed wheel).
 PROMETHEUS_SETTINGS = "DURABLE_WORKFLOW = {**DURABLE_WORKFLOW, 'PROMETHEUS_METRICS': True}"
 
+#: The otel extra, used: the tracing interceptor wraps the quickstart's commands, workflow
+#: tasks and activities in the worker, with opentelemetry-api alone (its no-op tracer).
+OTEL_SETTINGS = (
+    "DURABLE_WORKFLOW = {**DURABLE_WORKFLOW, 'INTERCEPTORS': "
+    "['durable_workflow.contrib.opentelemetry.TracingInterceptor']}"
+)
+
 CASES = [
     Case("redis-extra-on-redis", "redis", REDIS),  # the quickstart as written
     Case("no-extra-on-rabbitmq", "", RABBITMQ),  # AMQP needs no extra
     Case("postgres-and-redis-extras-on-postgresql", "postgres,redis", REDIS, postgres=True),
     Case("encryption-extra-on-redis", "redis,encryption", REDIS, settings=ENCRYPTION_SETTINGS),
     Case("prometheus-extra-on-redis", "redis,prometheus", REDIS, settings=PROMETHEUS_SETTINGS),
+    Case("otel-extra-on-redis", "redis,otel", REDIS, settings=OTEL_SETTINGS),
 ]
 
 

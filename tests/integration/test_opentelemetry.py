@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from durable_workflow import WorkflowStub
 from durable_workflow.contrib.opentelemetry import TracingInterceptor
 from durable_workflow.testing import Replayer, travel
+from tests.docs.blocks import DOCS
 from tests.otel_spans import render_tree, span_record
 from tests.testapp import traced
 
@@ -131,12 +132,13 @@ def test_cold_replays_emit_nothing_twice(inline, tracing):
     assert all(a["durable_workflow.workflow_task.replay"] for a in later)
 
 
-def test_the_rendered_tree(inline, tracing):
+def test_the_tree_docs_show_is_the_one_rendered(inline, tracing):
     provider, exporter = tracing
     run_order(inline, provider, "traced-tree")
     tree = render_tree(
         [span_record(s) for s in exporter.get_finished_spans()],
         keys=("durable_workflow.activity.attempt", "durable_workflow.workflow_task.sticky"),
     )
-    print(tree)
-    assert tree.startswith("POST /orders\n  StartWorkflow:tests.traced.order\n")
+    page = (DOCS / "how-to" / "tracing.md").read_text()
+    shown = page.split("```text\n", 1)[1].split("```", 1)[0]
+    assert tree + "\n" == shown

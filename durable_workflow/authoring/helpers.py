@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast, overload
 
 from durable_workflow import ids, interceptors, registry
-from durable_workflow.authoring.protocols import Handles, P, R, bind_call, result_hint
+from durable_workflow.authoring.protocols import AsyncHandles, Handles, P, R, bind_call, result_hint
 from durable_workflow.engine.asyncguard import refuse_async_caller
 from durable_workflow.engine.durations import Duration, to_delay
 from durable_workflow.engine.failures import class_path
@@ -46,6 +46,16 @@ def _split_options(args: tuple[Any, ...], options: Any, kind: type) -> tuple[Any
     return options, args
 
 
+@overload
+def activity(  # an async handle(): the workflow receives its awaited R
+    activity: type[AsyncHandles[P, R]],
+    options: ActivityOptions,
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> R: ...
+@overload
+def activity(activity: type[AsyncHandles[P, R]], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
 @overload
 def activity(
     activity: type[Handles[P, R]], options: ActivityOptions, /, *args: P.args, **kwargs: P.kwargs
@@ -318,6 +328,14 @@ def upsert_search_attributes(attributes: dict[str, Any]) -> None:
 LocalOptions = LocalActivityOptions | ActivityOptions
 
 
+@overload
+def local_activity(  # an async handle(): the workflow receives its awaited R
+    activity: type[AsyncHandles[P, R]], options: LocalOptions, /, *args: P.args, **kwargs: P.kwargs
+) -> R: ...
+@overload
+def local_activity(
+    activity: type[AsyncHandles[P, R]], /, *args: P.args, **kwargs: P.kwargs
+) -> R: ...
 @overload
 def local_activity(
     activity: type[Handles[P, R]], options: LocalOptions, /, *args: P.args, **kwargs: P.kwargs

@@ -7,6 +7,7 @@ parameters (checked at the call) and ``R`` its return type (what the call gives)
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 P = ParamSpec("P")
@@ -29,6 +30,13 @@ class Handles(Protocol[P, R_co]):
     """A class whose instances have ``handle(*P) -> R``."""
 
     def handle(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+
+class AsyncHandles(Protocol[P, R_co]):
+    """A class whose instances have ``async def handle(*P) -> R`` (an async activity:
+    the workflow receives the ``R``)."""
+
+    def handle(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R_co]: ...
 
 
 def bind_call(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> list[Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import os
 import threading
@@ -86,7 +87,10 @@ class _Loop:
         if not thread.is_alive():
             loop.close()
         if db is not None:
-            db.submit(connections.close_thread_connections)
+            # One job per thread (each waits for the others), each closing its connection.
+            together = threading.Barrier(DB_THREADS)
+            for _ in range(DB_THREADS):
+                db.submit(_close_connection, together)
             db.shutdown(wait=True, cancel_futures=False)
 
 
@@ -108,6 +112,12 @@ def _db_thread() -> None:
     # Work settled here goes on here (an eager workflow task), but never leases another
     # activity to this thread: it would hold a database thread for its whole run.
     eager.no_activities_here()
+
+
+def _close_connection(together: threading.Barrier) -> None:
+    connections.close_thread_connections()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        together.wait(timeout=2)
 
 
 def _db_call(fn: Callable[..., T], *args: Any) -> T:

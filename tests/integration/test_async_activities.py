@@ -95,6 +95,7 @@ def test_cancelling_the_run_cancels_the_coroutine(inline, worker_loop, beat):
     stub.cancel()
     _until(lambda: Invocation.objects.filter(name="async-saw-cancel").exists(), inline=inline)
     _until(lambda: async_attempts.in_flight() == 0)
+    _until(lambda: _closed(stub), inline=inline)
     assert stub.refresh().status() == "cancelled"
     execution = ActivityExecution.objects.get(run_id=stub.run_id())
     assert [a.status for a in ActivityAttempt.objects.filter(execution=execution)] == ["cancelled"]

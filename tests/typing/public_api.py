@@ -44,6 +44,11 @@ class ChargeCard(Activity):
         return f"ch_{order_id}_{cents}"
 
 
+class FetchPrice(Activity):
+    async def handle(self, sku: str) -> int:
+        return len(sku)
+
+
 class Ship(Workflow):
     def handle(self, order: Order) -> Receipt:
         return Receipt(order.id, Decimal(order.cents) / 100)
@@ -70,6 +75,10 @@ class OrderWorkflow(Workflow):
         assert_type(charge, str)
         assert_type(dw.activity(ChargeCard, ActivityOptions(), order.id, 1), str)
         assert_type(dw.activity(ChargeCard, order_id="o", cents=1), str)
+        assert_type(dw.activity(FetchPrice, "tea"), int)  # an async handle(): its awaited value
+        assert_type(dw.activity(FetchPrice, ActivityOptions(), sku="tea"), int)
+        dw.activity(FetchPrice, 1)  # type: ignore[call-overload]
+        assert_type(dw.local_activity(FetchPrice, "tea"), int)
         assert_type(dw.activity(ChargeCard, "o", 1, options=ActivityOptions()), str)
         assert_type(dw.execute_activity(ChargeCard, "o", 1), str)
         assert_type(dw.activity("billing.charge", "o", result_type=Receipt), Receipt)

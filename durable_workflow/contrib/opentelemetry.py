@@ -14,8 +14,8 @@ every later task, whichever worker runs it:
 * each workflow task is a short span (``WorkflowTask:<type>``) whose parent is the
   context the run started with: a run waiting for days holds no open span;
 * what the body starts for the first time (``StartActivity``, ``StartChildWorkflow``,
-  ``StartTimer``, ``FireTimer``, ``HandleSignal``, ``HandleUpdate``,
-  ``CompleteWorkflow``) is a zero-length span under the task that did it; the
+  ``StartTimer``, ``FireTimer``, ``SignalExternalWorkflow``, ``HandleSignal``,
+  ``HandleUpdate``, ``CompleteWorkflow``) is a zero-length span under the task that did it; the
   activity's and the child's headers carry that span's context, so each activity
   attempt (``RunActivity:<type>``) and the child's tasks hang under it. Replayed
   work emits nothing: the same command replayed after a restart is not traced again.
@@ -187,6 +187,16 @@ class TracingInterceptor(ic.Interceptor):
         self._body_span(
             f"StartChildWorkflow:{input.workflow_type}",
             {"durable_workflow.child.type": input.workflow_type},
+            carrier=carrier,
+        )
+        input.headers = {**input.headers, **carrier}
+        return next(input)
+
+    def signal_external(self, input: ic.SignalExternalInput, next: ic.Next[Any, Any]) -> Any:
+        carrier: dict[str, str] = {}
+        self._body_span(
+            f"SignalExternalWorkflow:{input.name}",
+            {MESSAGE_NAME: input.name, "durable_workflow.target.instance_id": input.instance_id},
             carrier=carrier,
         )
         input.headers = {**input.headers, **carrier}

@@ -23,7 +23,7 @@ from durable_workflow.contrib.opentelemetry import TracingInterceptor
 from durable_workflow.testing import Replayer, travel
 from tests.docs.blocks import DOCS
 from tests.otel_spans import render_tree, span_record
-from tests.testapp import traced
+from tests.testapp import tenancy, traced
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -142,3 +142,33 @@ def test_the_tree_docs_show_is_the_one_rendered(inline, tracing):
     page = (DOCS / "how-to" / "tracing.md").read_text()
     shown = page.split("```text\n", 1)[1].split("```", 1)[0]
     assert tree + "\n" == shown
+
+
+def test_an_async_activity_runs_inside_its_attempt_span(inline, tracing):
+    _, exporter = tracing
+    stub = WorkflowStub.make(traced.AsyncTraced, "traced-async")
+    stub.start()
+    inline.run()
+    current = stub.result(timeout=5)
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [attempt] = named(spans, "RunActivity:tests.traced.current-span")
+    assert current == attempt["span_id"]
+    [scheduled] = named(spans, "StartActivity:tests.traced.current-span")
+    assert attempt["parent_id"] == scheduled["span_id"]
+
+
+def test_a_signal_from_a_workflow_links_sender_and_receiver(inline, tracing):
+    _, exporter = tracing
+    target = WorkflowStub.make(tenancy.TenantOrder, "traced-target")
+    target.start(False)
+    inline.run()
+    sender = WorkflowStub.make(tenancy.Poker, "traced-sender")
+    sender.start("traced-target")
+    inline.run()
+    assert target.result(timeout=5)["activity"]["label"] == "a"
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [sent] = named(spans, "SignalExternalWorkflow:poke")
+    assert sent["attributes"]["durable_workflow.target.instance_id"] == "traced-target"
+    [handled] = named(spans, "HandleSignal:poke")
+    assert handled["links"] == [sent["span_id"]]
+    assert handled["attributes"]["durable_workflow.workflow.instance_id"] == "traced-target"

@@ -46,3 +46,24 @@ class Order(Workflow):
     @dw.signal
     def proceed(self) -> None:
         self.go = True
+
+
+class CurrentSpan(Activity):
+    """An async activity that answers the id of the span current after an await."""
+
+    type_key = "tests.traced.current-span"
+
+    async def handle(self) -> str:
+        import asyncio
+
+        from opentelemetry import trace
+
+        await asyncio.sleep(0)
+        return format(trace.get_current_span().get_span_context().span_id, "016x")
+
+
+class AsyncTraced(Workflow):
+    type_key = "tests.traced.async"
+
+    def handle(self) -> str:
+        return dw.activity(CurrentSpan)

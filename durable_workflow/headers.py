@@ -37,7 +37,8 @@ def check_headers(value: Any, *, field: str = "headers") -> Headers:
     ``InvalidHeaderError`` (``None`` is the empty map).
 
     Names are 1 to 255 characters, values at most 4096; neither may hold a NUL
-    byte, a lone surrogate or a control character (tab, CR and LF aside in values).
+    byte, a lone surrogate or a control character (tab, CR and LF are allowed in
+    values only).
     """
     if value is None:
         return {}
@@ -48,10 +49,10 @@ def check_headers(value: Any, *, field: str = "headers") -> Headers:
     checked: Headers = {}
     total = 0
     for key, item in value.items():
-        reason = text.problem(key, max_length=MAX_KEY_LENGTH)
+        reason = _problem(key, MAX_KEY_LENGTH, allow_empty=False) or _whitespace(key)
         if reason is not None:
             raise _refuse(field, f"name {_shown(key)} {reason}")
-        reason = text.problem(item, max_length=MAX_VALUE_LENGTH, allow_empty=True)
+        reason = _problem(item, MAX_VALUE_LENGTH, allow_empty=True)
         if reason is not None:
             raise _refuse(f"{field}[{key!r}]", reason)
         total += len(key.encode()) + len(item.encode())
@@ -78,6 +79,28 @@ def with_headers(payload: dict[str, Any], headers: Mapping[str, str] | None) -> 
     if headers:
         payload["headers"] = dict(headers)
     return payload
+
+
+def _problem(value: Any, max_length: int, *, allow_empty: bool) -> str | None:
+    # Printable ASCII (ids, trace parents) is fine as it is: skip the per-character walk,
+    # which outbound interceptors would otherwise pay on every replay of every step.
+    if (
+        type(value) is str
+        and value.isascii()
+        and value.isprintable()
+        and (allow_empty or value)
+        and len(value) <= max_length
+    ):
+        return None
+    return text.problem(value, max_length=max_length, allow_empty=allow_empty)
+
+
+def _whitespace(name: str) -> str | None:
+    """Tab, CR and LF are fine in a value, never in a name."""
+    for position, char in enumerate(name):
+        if char in "\t\r\n":
+            return f"must not contain control character {char!r} (position {position})"
+    return None
 
 
 def _shown(key: Any) -> str:

@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
 
 from durable_workflow import interceptors as ic
 from durable_workflow.engine import guards
+from durable_workflow.engine.outbox import ContinueAsNewRequested
 from durable_workflow.engine.runtime import current_runtime
 
 WORKFLOW_TYPE = "durable_workflow.workflow.type"
@@ -158,8 +159,11 @@ class TracingInterceptor(ic.Interceptor):
     def handle_workflow(self, input: ic.HandleWorkflowInput, next: ic.Next[Any, Any]) -> Any:
         try:
             result = next(input)
-        except Exception as exc:
-            self._body_span("FailWorkflow", {}, error=exc)
+        except ContinueAsNewRequested:
+            self._body_span("ContinueAsNew", {})  # the next run starts with these headers
+            raise
+        except Exception as exc:  # the run fails, or the task if the error is undeclared
+            self._body_span("WorkflowRaised", {}, error=exc)
             raise
         self._body_span("CompleteWorkflow", {})
         return result

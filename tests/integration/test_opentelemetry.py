@@ -172,3 +172,46 @@ def test_a_signal_from_a_workflow_links_sender_and_receiver(inline, tracing):
     [handled] = named(spans, "HandleSignal:poke")
     assert handled["links"] == [sent["span_id"]]
     assert handled["attributes"]["durable_workflow.workflow.instance_id"] == "traced-target"
+
+
+def test_continue_as_new_stays_in_the_trace(inline, tracing):
+    _, exporter = tracing
+    stub = WorkflowStub.make(traced.Again, "traced-again")
+    stub.start(1)
+    inline.run()
+    assert stub.result(timeout=5) == "done"
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [start] = named(spans, "StartWorkflow:tests.traced.again")
+    tasks = named(spans, "WorkflowTask:tests.traced.again")
+    assert len({t["attributes"]["durable_workflow.workflow.run_id"] for t in tasks}) == 2
+    assert all(t["parent_id"] == start["span_id"] for t in tasks)
+    assert [s["name"] for s in spans if not s["name"].startswith(("Start", "Workflow"))] == [
+        "ContinueAsNew",
+        "CompleteWorkflow",
+    ]
+
+
+def test_updates_queries_cancel_and_terminate_have_client_spans(inline, tracing):
+    _, exporter = tracing
+    stub = WorkflowStub.make(tenancy.TenantOrder, "traced-commands")
+    stub.start(False)
+    inline.run()
+    submitted = stub.attempt_update("rename", "x", wait_timeout=0)
+    inline.run()
+    assert stub.inspect_update(submitted.update_id).result == "X"
+    assert stub.query("seen") == ["update:x"]
+    stub.cancel("enough")
+    inline.run()
+    other = WorkflowStub.make(tenancy.TenantOrder, "traced-terminated")
+    other.start(False)
+    other.terminate("stop")
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [update] = named(spans, "UpdateWorkflow:rename")
+    [handled] = named(spans, "HandleUpdate:rename")
+    assert handled["links"] == [update["span_id"]]
+    [query] = named(spans, "QueryWorkflow:seen")
+    assert query["attributes"]["durable_workflow.message.name"] == "seen"
+    assert not [s for s in spans if s["name"].startswith("HandleQuery")]
+    for name in ("CancelWorkflow", "TerminateWorkflow"):
+        [closing] = named(spans, f"{name}:tests.tenancy.order")
+        assert closing["kind"] == "CLIENT"

@@ -67,3 +67,14 @@ class AsyncTraced(Workflow):
 
     def handle(self) -> str:
         return dw.activity(CurrentSpan)
+
+
+class Again(Workflow):
+    """Continues as new ``times`` times."""
+
+    type_key = "tests.traced.again"
+
+    def handle(self, times: int) -> str:
+        if times:
+            dw.continue_as_new(times - 1)
+        return "done"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_workflow.client_async import twin
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.results import ResetResult
 
@@ -53,6 +54,9 @@ class StubRewind:
             new_instance_id=new_instance_id,
             dry_run=dry_run,
         )
+
+    areset = twin(reset)
+    afork = twin(fork)
 
     def _run_id(self) -> str:
         if self._run is None:

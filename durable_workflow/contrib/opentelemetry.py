@@ -23,6 +23,7 @@ every later task, whichever worker runs it:
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import threading
 from collections.abc import Awaitable, Iterator, Mapping
@@ -32,7 +33,15 @@ from typing import Any
 try:
     from opentelemetry import propagate, trace
     from opentelemetry.context import Context
-    from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+    from opentelemetry.trace import (
+        NonRecordingSpan,
+        Span,
+        SpanContext,
+        SpanKind,
+        Status,
+        StatusCode,
+        TraceFlags,
+    )
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     raise ImportError(
         "durable_workflow.contrib.opentelemetry needs opentelemetry-api: "
@@ -135,9 +144,12 @@ class TracingInterceptor(ic.Interceptor):
             TASK_REPLAY: input.replayed_events > 0,
             TASK_STICKY: "hit" if input.sticky else "cold",
         }
+        context = _extracted(input.headers)
+        if not trace.get_current_span(context).get_span_context().is_valid:
+            context = _run_root(input.run_id)
         with self._tracer.start_as_current_span(
             f"WorkflowTask:{input.workflow_type}",
-            context=_extracted(input.headers),
+            context=context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         ) as span:
@@ -309,6 +321,17 @@ def _injected(headers: Mapping[str, str]) -> dict[str, str]:
 
 def _extracted(headers: Mapping[str, str]) -> Context:
     return propagate.extract(dict(headers))
+
+
+def _run_root(run_id: str) -> Context:
+    """A parent for the tasks of a run started without a trace context (a schedule's, one
+    started where tracing was off): a remote span whose ids derive from the run id, so
+    all its tasks are one trace whose root is that (never exported) span."""
+    digest = hashlib.sha256(f"durable_workflow.run:{run_id}".encode()).digest()
+    trace_id = int.from_bytes(digest[:16], "big") or 1
+    span_id = int.from_bytes(digest[16:24], "big") or 1
+    parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(1))
+    return trace.set_span_in_context(NonRecordingSpan(parent))
 
 
 def _links(headers: Mapping[str, str] | None) -> list[trace.Link]:

@@ -215,3 +215,19 @@ def test_updates_queries_cancel_and_terminate_have_client_spans(inline, tracing)
     for name in ("CancelWorkflow", "TerminateWorkflow"):
         [closing] = named(spans, f"{name}:tests.tenancy.order")
         assert closing["kind"] == "CLIENT"
+
+
+def test_a_run_started_untraced_is_still_one_trace(inline, tracing):
+    _, exporter = tracing
+    with override_settings(DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "INTERCEPTORS": []}):
+        stub = WorkflowStub.make(traced.Order, "traced-untraced")
+        stub.start(1)  # as a schedule starts its runs: no client span, no trace context
+    inline.run()
+    with travel(seconds=2):
+        inline.run()
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    tasks = named(spans, "WorkflowTask:tests.traced.order")
+    assert len(tasks) >= 3
+    assert len({s["trace_id"] for s in spans}) == 1
+    assert len({t["parent_id"] for t in tasks}) == 1  # the run's own (unexported) root
+    assert tasks[0]["parent_id"] not in {s["span_id"] for s in spans}

@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import greenlet
@@ -48,6 +48,8 @@ _ENGINE_DIR = os.path.dirname(__file__)
 _PACKAGE_DIR = os.path.dirname(_ENGINE_DIR)
 _GUARD_FILES = {__file__, os.path.join(_PACKAGE_DIR, "unsafe_calls.py")}
 _warned: set[tuple[str, str, int]] = set()
+#: Libraries whose guarded calls mean more than a non-deterministic call: (directory, error).
+_attributed: list[tuple[str, Callable[[], BaseException]]] = []
 
 
 def validate_policy(value: object, where: str) -> Policy:
@@ -89,6 +91,17 @@ def allowed() -> Iterator[None]:
         gr.dw_allowed = before  # type: ignore[attr-defined]
 
 
+def attribute(directory: str, error: Callable[[], BaseException]) -> None:
+    """Refuse a guarded call that a library under ``directory`` makes for workflow code
+    with ``error()`` rather than ``NonDeterministicCallError``, under the policies
+    ``"raise"`` and ``"warn"`` alike (``unsafe_calls.install`` attributes Django's
+    database layer: opening a connection reads the clock and opens a socket, and that
+    is the body touching the database, whichever alias it names)."""
+    entry = (os.path.join(directory, ""), error)
+    if entry not in _attributed:
+        _attributed.append(entry)
+
+
 def policy_of(runtime: Any) -> Policy:
     """The run's policy: its workflow class's ``unsafe_calls``, else the default."""
     cls = getattr(runtime, "workflow_class", None) or type(getattr(runtime, "instance", None))
@@ -100,11 +113,15 @@ def refuse(gr: Any, runtime: Any, name: str) -> None:
     """The slow path: workflow code on ``gr`` made the guarded call ``name``."""
     policy = policy_of(runtime)
     if policy == "allow":
-        return
+        return  # a database query is still refused where it runs (the ORM guard)
     frame = _caller(sys._getframe(1))
     own = _own_file(runtime)
     if frame is None or _for_the_engine(frame, own) or _exempt(frame):
         return
+    attributed = _attributed_error(frame)
+    if attributed is not None:
+        gr.dw_allowed = True
+        runtime.fail_fatally(attributed)
     filename, lineno = _blame(frame, own)
     error = NonDeterministicCallError(name, filename=filename, lineno=lineno)
     if policy == "warn":
@@ -126,6 +143,22 @@ def _caller(frame: types.FrameType | None) -> types.FrameType | None:
     while frame is not None and frame.f_code.co_filename in _GUARD_FILES:
         frame = frame.f_back
     return frame
+
+
+def _attributed_error(frame: types.FrameType | None) -> BaseException | None:
+    """The error of the attributed library that made the call, if one did: looked for
+    among the library frames between the call and the workflow code that caused it."""
+    if not _attributed:
+        return None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        for directory, error in _attributed:
+            if filename.startswith(directory):
+                return error()
+        if not _installed_library(filename):
+            return None
+        frame = frame.f_back
+    return None
 
 
 def _own_file(runtime: Any) -> str | None:

@@ -179,12 +179,7 @@ def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
 def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
     runtime = current_runtime()
     if runtime is not None:
-        runtime.fail_fatally(
-            WorkflowOrmAccessError(
-                "a workflow body queried the database; bodies must be deterministic: "
-                "move the query into an activity"
-            )
-        )
+        runtime.fail_fatally(WorkflowOrmAccessError())
     return execute(sql, params, many, context)
 
 
@@ -194,6 +189,10 @@ def orm_guard() -> Iterator[None]:
 
     The guard goes first among the connection's wrappers, so a refused query
     touches nothing (e.g. not the writes ``store.sql`` holds back for later).
+    A query on an alias whose connection is not open yet (the application's
+    ``default`` when a router keeps the engine elsewhere) is refused before it
+    connects: ``unsafe_calls.install`` attributes the clock read and the socket
+    of Django's ``connect()`` to database access (``guards.attribute``).
     """
     guarded = list(connections.all())
     for conn in guarded:

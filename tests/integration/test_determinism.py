@@ -6,6 +6,7 @@ import logging
 import pathlib
 
 import pytest
+from django.db import connections
 
 from durable_workflow import executor
 from durable_workflow.executor import sticky
@@ -112,6 +113,27 @@ def test_orm_access_in_a_body_is_refused_even_if_caught(inline):
     task = tasks_of(stub, "workflow")[0]
     assert task.status == "failed"
     assert "WorkflowOrmAccessError" in task.last_error
+    assert event_types(stub) == ["StartAccepted", "WorkflowStarted"]
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "workflows"])
+@pytest.mark.parametrize("alias", ["default", "workflows"])
+@pytest.mark.parametrize("policy", ["", "-warned", "-allowed"])
+def test_database_access_in_a_body_is_refused_on_every_alias_open_or_not(inline, alias, policy):
+    # Every connection is closed; the task reopens only the engine's alias before the
+    # body runs, so each run of this test meets one open and one closed connection
+    # (which is which depends on DW_TEST_ROUTED). Opening one reads the clock and
+    # connects a socket: that is database access too, whatever the run's unsafe_calls.
+    for connection in connections.all():
+        connection.close()
+    stub = start(f"tests.touches-alias{policy}", f"alias-{alias}{policy}", alias)
+    inline.run()
+    stub.refresh()
+    assert stub.status() == "pending"
+    [task] = tasks_of(stub, "workflow")
+    assert task.status == "failed"
+    assert "WorkflowOrmAccessError" in task.last_error, task.last_error
+    assert "NonDeterministicCallError" not in task.last_error
     assert event_types(stub) == ["StartAccepted", "WorkflowStarted"]
 
 

@@ -188,6 +188,33 @@ class TouchesOrm(Workflow):
             return -1  # swallowing it must not help: the task still fails
 
 
+class TouchesAlias(Workflow):
+    """Runs a query on the database alias it is given, whether or not its connection is
+    open yet, and swallows what that raises."""
+
+    type_key = "tests.touches-alias"
+
+    def handle(self, alias: str) -> int:
+        from django.db import connections
+
+        try:
+            with connections[alias].cursor() as cursor:
+                cursor.execute("SELECT 1")
+            return 1
+        except Exception:
+            return -1
+
+
+class TouchesAliasWarned(TouchesAlias):
+    type_key = "tests.touches-alias-warned"
+    unsafe_calls = "warn"
+
+
+class TouchesAliasAllowed(TouchesAlias):
+    type_key = "tests.touches-alias-allowed"
+    unsafe_calls = "allow"
+
+
 class Crashes(Workflow):
     type_key = "tests.crashes"
     failure_exception_types = [ValueError]  # a business failure here, declared

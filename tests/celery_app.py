@@ -38,6 +38,19 @@ ENGINE_ROUTES = {
 if os.environ.get("DW_CELERY_ROUTES") == "1":
     app.conf.task_routes = ENGINE_ROUTES
 
+
+def use_routes(routes: object) -> None:
+    """Route what this process publishes by ``routes`` from now on (a test fixture's
+    change at run time). Celery builds ``app.amqp.router`` once, on the app's first
+    publish, from the routes of that moment, and ``flush_routes()`` does not rebuild
+    it: after any earlier publish in the process (another test's), ``send_task`` would
+    keep the old routes (the routed-queues acceptance test's first workflow task then
+    went to ``celery``, which its worker does not consume). So a new router too."""
+    app.conf.task_routes = routes
+    app.amqp.flush_routes()
+    app.amqp.router = app.amqp.Router()
+
+
 # The repair pass's beat entry, as the docs ask of every project (it runs only where
 # beat does: the acceptance tests' workers started with -B).
 from durable_workflow.transport.celery import beat_schedule  # noqa: E402

@@ -10,7 +10,7 @@ from durable_workflow import clock
 from durable_workflow.executor import dispatch
 from durable_workflow.operations import metrics
 from durable_workflow.transport.celery import effective_queue
-from tests.celery_app import ENGINE_ROUTES, app
+from tests.celery_app import ENGINE_ROUTES, app, use_routes
 from tests.integration.helpers import Recorder, start
 from tests.integration.test_doctor import check, doctor
 
@@ -22,11 +22,9 @@ ROUTES = ENGINE_ROUTES
 @pytest.fixture
 def routes():
     saved = app.conf.task_routes
-    app.conf.task_routes = ROUTES
-    app.amqp.flush_routes()  # what this process publishes follows them too
+    use_routes(ROUTES)  # what this process publishes follows them too
     yield ROUTES
-    app.conf.task_routes = saved
-    app.amqp.flush_routes()
+    use_routes(saved)
 
 
 @pytest.fixture
@@ -54,11 +52,26 @@ def test_a_queue_resolves_like_celery_does(routes):
 
 
 def test_the_router_celery_uses_agrees(routes):
-    """Celery's own router, as ``send_task`` runs it, picks the same queues."""
-    router = app.amqp.Router(create_missing=True)
+    """Celery's own router, the one ``send_task`` runs, picks the same queues."""
     for task_type, name in (("workflow", "workflow_task"), ("activity", "activity_task")):
-        chosen = router.route({}, f"durable_workflow.{name}", (), {})["queue"].name
+        chosen = app.amqp.router.route({}, f"durable_workflow.{name}", (), {})["queue"].name
         assert effective_queue(None, None, task_type) == chosen
+
+
+def test_routes_set_after_a_publish_reach_the_router_send_task_runs():
+    """Celery builds ``app.amqp.router`` once, on the first publish; a fixture that
+    changes the routes later (``use_routes``) rebuilds it. Without that, any test that
+    published first left the routed-queues acceptance test's messages on ``celery``."""
+    saved = app.conf.task_routes
+    assert app.amqp.router is not None  # built now, as an earlier test's publish builds it
+    try:
+        use_routes(ROUTES)
+        chosen = app.amqp.router.route({}, "durable_workflow.workflow_task", (), {})
+        assert chosen["queue"].name == effective_queue(None, None, "workflow") == "dw-workflows"
+    finally:
+        use_routes(saved)
+    chosen = app.amqp.router.route({}, "durable_workflow.workflow_task", (), {})
+    assert chosen["queue"].name == app.conf.task_default_queue
 
 
 def test_the_doctor_wants_the_routed_queues_not_the_default(routes):

@@ -72,15 +72,6 @@ class NotInActivityError(DurableWorkflowError, RuntimeError):
 class WorkflowOrmAccessError(DurableWorkflowError, RuntimeError):
     """A workflow body touched the database, which would break determinism."""
 
-    def __init__(
-        self,
-        message: str = (
-            "a workflow body queried the database; bodies must be deterministic: "
-            "move the query into an activity"
-        ),
-    ) -> None:
-        super().__init__(message)
-
 
 def _replacement(call: str) -> str:
     if call == "time.sleep":

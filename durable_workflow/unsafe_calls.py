@@ -4,8 +4,7 @@
 modules are imported, so ``from time import time`` in one of them gets the
 wrapper too). It replaces module attributes of the standard library with
 wrappers that ask ``engine.guards.check`` first, adds one audit hook for
-blocking I/O, guards Django's cache handler, and tells the guard that a call
-Django's database layer makes is database access. Outside workflow code every
+blocking I/O, and guards Django's cache handler. Outside workflow code every
 wrapper costs one ``greenlet.getcurrent()`` and one attribute read.
 
 ``datetime.now()``, ``utcnow()``, ``today()`` and ``date.today()`` are methods of
@@ -146,18 +145,6 @@ def _guard_django_cache() -> None:
     caches.__class__ = GuardedCacheHandler
 
 
-def _attribute_database_access() -> None:
-    """A guarded call made by Django's database layer for workflow code (opening a
-    connection reads ``time.monotonic`` and connects a socket) is the body touching
-    the database: ``WorkflowOrmAccessError``, as a query on an open connection gets
-    from the ORM guard (``executor.common.orm_guard``), whichever alias it names."""
-    import django.db
-
-    from durable_workflow.exceptions import WorkflowOrmAccessError
-
-    guards.attribute(os.path.dirname(django.db.__file__), WorkflowOrmAccessError)
-
-
 def install() -> None:
     """Put the guards in place (once per process; later calls do nothing)."""
     global _installed
@@ -174,4 +161,3 @@ def install() -> None:
     os.environ.__class__ = _GuardedEnviron
     sys.addaudithook(_on_audit)
     _guard_django_cache()
-    _attribute_database_access()

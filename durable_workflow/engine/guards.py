@@ -94,7 +94,7 @@ def allowed() -> Iterator[None]:
 def attribute(directory: str, error: Callable[[], BaseException]) -> None:
     """Refuse a guarded call that a library under ``directory`` makes for workflow code
     with ``error()`` rather than ``NonDeterministicCallError``, under the policies
-    ``"raise"`` and ``"warn"`` alike (``unsafe_calls.install`` attributes Django's
+    ``"raise"`` and ``"warn"`` alike (the executor's ORM guard attributes Django's
     database layer: opening a connection reads the clock and opens a socket, and that
     is the body touching the database, whichever alias it names)."""
     entry = (os.path.join(directory, ""), error)

@@ -11,9 +11,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
+import django.db
 from django.db import DatabaseError, OperationalError, connections
 
 from durable_workflow.conf import get_settings
+from durable_workflow.engine import guards
 from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.engine.runtime import current_runtime
 from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
@@ -176,10 +178,24 @@ def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
     dispatch.enqueue(task)
 
 
+def orm_access_error() -> WorkflowOrmAccessError:
+    return WorkflowOrmAccessError(
+        "a workflow body queried the database; bodies must be deterministic: "
+        "move the query into an activity"
+    )
+
+
+# A body naming an alias whose connection is not open yet makes Django connect first,
+# which reads time.monotonic and connects a socket before any execute wrapper runs:
+# that is database access too, on whichever alias (the application's ``default`` when a
+# router keeps the engine's tables elsewhere), not a non-deterministic call.
+guards.attribute(os.path.dirname(django.db.__file__), orm_access_error)
+
+
 def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
     runtime = current_runtime()
     if runtime is not None:
-        runtime.fail_fatally(WorkflowOrmAccessError())
+        runtime.fail_fatally(orm_access_error())
     return execute(sql, params, many, context)
 
 
@@ -189,10 +205,8 @@ def orm_guard() -> Iterator[None]:
 
     The guard goes first among the connection's wrappers, so a refused query
     touches nothing (e.g. not the writes ``store.sql`` holds back for later).
-    A query on an alias whose connection is not open yet (the application's
-    ``default`` when a router keeps the engine elsewhere) is refused before it
-    connects: ``unsafe_calls.install`` attributes the clock read and the socket
-    of Django's ``connect()`` to database access (``guards.attribute``).
+    A query on an alias whose connection is not open yet is refused before it
+    connects (``guards.attribute`` above).
     """
     guarded = list(connections.all())
     for conn in guarded:

@@ -185,11 +185,13 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         self.refresh()
         return start_result(outcome)
 
-    def repair(self, *, reason: str = "") -> CommandResult:
+    def repair(self, *, reason: str = "", request_id: Id = None) -> CommandResult:
         """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug),
         reclaim the run's expired leases and re-send its ready tasks; ``metadata`` says
-        which (``reclaimed_leases``, ``resent_tasks``, ``recreated_workflow_task``)."""
-        outcome = request_repair(self._instance_id, reason=reason)
+        which (``reclaimed_leases``, ``resent_tasks``, ``recreated_workflow_task``).
+        ``request_id``: sent again with the same id, nothing is repaired twice; the first
+        outcome comes back."""
+        outcome = request_repair(self._instance_id, reason=reason, request_id=request_id)
         self.refresh()
         return CommandResult(
             accepted=outcome.accepted,
@@ -299,8 +301,12 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         *signal_args: Any,
         start_args: list[Any] | None = None,
         options: StartOptions | None = None,
+        request_id: Id = None,
     ) -> SignalWithStartResult:
-        """Start the workflow if no run is active, and signal it, atomically."""
+        """Start the workflow if no run is active, and signal it, atomically.
+
+        ``request_id``: sent again with the same id, nothing is started or signalled
+        again; the first outcome (its start and signal) comes back."""
         workflow_cls = _class_or_none(self._workflow_type)
         codec = get_settings().PAYLOAD_CODEC
         outcome = intake.signal_with_start(
@@ -313,6 +319,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
             options=(options or StartOptions()).with_headers(self._headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
+            request_id=request_id,
         )
         self.refresh()
         start = outcome.start

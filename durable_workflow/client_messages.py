@@ -72,9 +72,10 @@ class StubMessages:
         return payloads.plain_arguments(arguments, self._codec())
 
     # -------------------------------------------------------------- signals
-    def attempt_signal(self, name: str, *args: Any) -> CommandResult:
-        """Send a signal; the result says whether it was accepted and why not."""
-        return self.attempt_signal_with_arguments(name, list(args))
+    def attempt_signal(self, name: str, *args: Any, request_id: str | None = None) -> CommandResult:
+        """Send a signal; the result says whether it was accepted and why not. A repeated
+        ``request_id`` records nothing and returns the first outcome."""
+        return self.attempt_signal_with_arguments(name, list(args), request_id=request_id)
 
     def attempt_signal_with_arguments(
         self, name: str, arguments: Arguments, *, request_id: str | None = None
@@ -162,9 +163,10 @@ class StubMessages:
         return interceptors.call("query_workflow", query, ask)
 
     # -------------------------------------------------------------- updates
-    def submit_update(self, name: str, *args: Any) -> UpdateResult:
-        """Record the update and return as soon as it is accepted (or rejected)."""
-        return self._submit(name, list(args), None)
+    def submit_update(self, name: str, *args: Any, request_id: str | None = None) -> UpdateResult:
+        """Record the update and return as soon as it is accepted (or rejected). A
+        repeated ``request_id`` submits nothing and answers for the first update."""
+        return self._submit(name, list(args), request_id)
 
     def _submit(self, name: str, arguments: Arguments, request_id: str | None) -> UpdateResult:
         """Submit through the client interceptors (``update_workflow``)."""
@@ -192,10 +194,16 @@ class StubMessages:
         return interceptors.call("update_workflow", update, submit)
 
     def attempt_update(
-        self, name: str, *args: Any, wait_timeout: float | None = None
+        self,
+        name: str,
+        *args: Any,
+        wait_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> UpdateResult:
         """Submit the update and wait (bounded) for the workflow to apply it."""
-        return self.attempt_update_with_arguments(name, list(args), wait_timeout=wait_timeout)
+        return self.attempt_update_with_arguments(
+            name, list(args), wait_timeout=wait_timeout, request_id=request_id
+        )
 
     def attempt_update_with_arguments(
         self,
@@ -273,13 +281,15 @@ class StubMessages:
         *update_args: Any,
         start_args: list[Any] | None = None,
         options: StartOptions | None = None,
+        request_id: str | None = None,
     ) -> UpdateWithStartResult:
         """Start the workflow if needed and submit the update, in one transaction; return
         once both are recorded (``inspect_update`` follows the update later).
 
         ``options`` defaults to ``return_existing_active``: an active run takes the
         update; with ``reject_duplicate`` an existing instance refuses the start and
-        no update is submitted.
+        no update is submitted. ``request_id``: sent again with the same id, nothing is
+        started or submitted again; the first outcome comes back.
         """
         workflow_cls = _workflow_class(self._workflow_type)
         codec = get_settings().PAYLOAD_CODEC
@@ -293,6 +303,7 @@ class StubMessages:
             options=(options or StartOptions.return_existing_active()).with_headers(self._headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
+            request_id=request_id,
         )
         self._run = runs.current_run(self._instance_id)
         update = outcome.update
@@ -308,10 +319,11 @@ class StubMessages:
         start_args: list[Any] | None = None,
         options: StartOptions | None = None,
         wait_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> UpdateWithStartResult:
         """``submit_update_with_start``, then wait (bounded) for the update to finish."""
         submitted = self.submit_update_with_start(
-            name, *update_args, start_args=start_args, options=options
+            name, *update_args, start_args=start_args, options=options, request_id=request_id
         )
         update = submitted.update
         if update is None or not update.accepted or update.update_id is None:
@@ -325,14 +337,20 @@ class StubMessages:
         start_args: list[Any] | None = None,
         options: StartOptions | None = None,
         wait_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> Any:
         """Start the workflow if needed, run the update, return its result.
 
         Raises ``WorkflowAlreadyStartedError`` when the start is refused, else as
-        ``update()`` does.
+        ``update()`` does. A repeated ``request_id`` answers for the first update.
         """
         done = self.attempt_update_with_start(
-            name, *update_args, start_args=start_args, options=options, wait_timeout=wait_timeout
+            name,
+            *update_args,
+            start_args=start_args,
+            options=options,
+            wait_timeout=wait_timeout,
+            request_id=request_id,
         )
         if done.update is None:
             start = done.start

@@ -35,19 +35,38 @@ class CommandOutcome:
 
 
 @retry_transaction
-def request_repair(instance_id: str, *, source: str = "client", reason: str = "") -> CommandOutcome:
+def request_repair(
+    instance_id: str, *, source: str = "client", reason: str = "", request_id: str | None = None
+) -> CommandOutcome:
     """Re-create a lost or failed workflow task, reclaim the run's expired leases and
     re-send its ready task messages.
 
     The accepted command's ``metadata`` says what was done: ``reclaimed_leases`` (tasks
     whose lease had expired, handed out again), ``resent_tasks`` (ready tasks whose
-    message went again, those included) and ``recreated_workflow_task``.
+    message went again, those included) and ``recreated_workflow_task``. A
+    ``request_id`` the instance already took a repair under returns that first outcome
+    and repairs nothing.
     """
+    from durable_workflow.executor.intake import check_request_id, repeated_request
+
     check_reason(reason)
+    check_request_id(request_id)
     now = clock.now()
     with database.atomic():
+        if request_id is not None:  # instance before run, as a start locks them
+            runs.lock_instance(instance_id)
         current = runs.current_run(instance_id)
         run = runs.lock_run(current.id) if current else None
+        if request_id is not None:
+            prior = repeated_request(instance_id, CommandType.REPAIR, request_id)
+            if prior is not None:
+                return CommandOutcome(
+                    prior.command.status == CommandStatus.ACCEPTED,
+                    prior.command.outcome,
+                    prior.command.id,
+                    prior.command.rejection_reason,
+                    prior.metadata,
+                )
 
         def record(
             status: str, outcome: str, rejection: str | None = None, **done: Any
@@ -61,6 +80,7 @@ def request_repair(instance_id: str, *, source: str = "client", reason: str = ""
                 rejection_reason=rejection,
                 source=source,
                 reason=reason,
+                payload={} if request_id is None else {"request_id": request_id},
                 metadata=done,
                 now=now,
             )

@@ -16,6 +16,7 @@ from durable_workflow.exceptions import InvalidValueError, WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.headers import check_headers, with_headers
+from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
@@ -178,6 +179,27 @@ def send_signal(
         )
 
 
+def linked_start(instance_id: str, prior: commands.PriorCommand) -> Any:
+    """The start command recorded with ``prior`` by one signal- or update-with-start
+    (``None`` when ``prior`` was not part of one, or nothing was started)."""
+    from durable_workflow.executor.start import StartOutcome
+
+    group_id = prior.payload.get("intake_group_id")
+    if not isinstance(group_id, str):
+        return None
+    start = commands.command_in_group(instance_id, CommandType.START, group_id)
+    if start is None:
+        return None
+    return StartOutcome(
+        accepted=start.status == CommandStatus.ACCEPTED,
+        outcome=start.outcome,
+        command_id=start.id,
+        instance_id=start.instance_id,
+        run_id=start.run_id,
+        rejection_reason=start.rejection_reason,
+    )
+
+
 def _repeated_signal(prior: commands.PriorCommand) -> SignalOutcome:
     return SignalOutcome(
         accepted=prior.command.status == CommandStatus.ACCEPTED,
@@ -281,18 +303,35 @@ def signal_with_start(
     queue: str | None,
     connection: str | None,
     source: str = "client",
+    request_id: str | None = None,
 ) -> SignalWithStartOutcome:
     """Start the workflow unless an active run exists, and signal it, in one transaction.
 
-    An unknown signal or invalid arguments are rejected before any run exists.
+    An unknown signal or invalid arguments are rejected before any run exists. A
+    ``request_id`` the instance already took a signal under returns that first outcome
+    (its linked start too) and neither starts nor signals again.
     """
     from durable_workflow.executor.start import start_workflow
     from durable_workflow.options import DuplicateStartPolicy
 
     check_name(signal_name, field="signal name")
-    group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "signal_with_start"}
+    check_request_id(request_id)
+    group: dict[str, Any] = {
+        "intake_group_id": str(uuid.uuid4()),
+        "intake_mode": "signal_with_start",
+    }
     now = clock.now()
     with database.atomic():
+        if request_id is not None:
+            # the instance row is the lock two deliveries of one request queue on
+            validate_instance_id(instance_id)
+            runs.reserve_instance(instance_id, workflow_type, now=now)
+            runs.lock_instance(instance_id)
+            prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
+            if prior is not None:
+                start = linked_start(instance_id, prior)
+                return SignalWithStartOutcome(start=start, signal=_repeated_signal(prior))
+            group["request_id"] = request_id
         values, rejection = check_signal(workflow_type, signal_name, signal_arguments)
         if rejection is not None:
             runs.reserve_instance(instance_id, workflow_type, now=now)

@@ -17,11 +17,13 @@ from durable_workflow.executor.intake import (
     Rejection,
     check_request_id,
     limit_rejection,
+    linked_start,
     repeated_request,
     resolve_target,
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
 from durable_workflow.headers import check_headers, with_headers
+from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.messages import UpdateRecord
@@ -223,6 +225,18 @@ def _repeated(prior: commands.PriorCommand) -> UpdateOutcome:
     )
 
 
+def _repeated_with_start(instance_id: str, request_id: str) -> UpdateWithStartOutcome | None:
+    """The first outcome of an update-with-start under ``request_id``: its update (and
+    linked start), or the refused start when nothing was submitted."""
+    prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
+    if prior is not None:
+        return UpdateWithStartOutcome(linked_start(instance_id, prior), _repeated(prior))
+    refused = repeated_request(instance_id, CommandType.START, request_id)
+    if refused is not None and refused.payload.get("intake_mode") == "update_with_start":
+        return UpdateWithStartOutcome(linked_start(instance_id, refused), None)
+    return None
+
+
 _NOT_OPEN = ("rejected_not_active", "rejected_not_current", "rejected_not_started")
 
 
@@ -255,17 +269,33 @@ def update_with_start(
     queue: str | None,
     connection: str | None,
     source: str = "client",
+    request_id: str | None = None,
 ) -> UpdateWithStartOutcome:
     """Start the workflow (its duplicate policy applied) and submit an update, in one
     transaction. An undeclared update or arguments that do not fit it are refused before
     any run exists; a refused start submits nothing. The update's validator runs after
-    the start, against the run it will reach (a new one, or the active one)."""
+    the start, against the run it will reach (a new one, or the active one).
+
+    A ``request_id`` this instance already took an update-with-start (or an update)
+    under returns the first outcome: nothing is started or submitted again."""
     from durable_workflow.executor.start import start_workflow
 
     check_name(update_name, field="update name")
-    group = {"intake_group_id": str(uuid.uuid4()), "intake_mode": "update_with_start"}
+    check_request_id(request_id)
+    group: dict[str, Any] = {
+        "intake_group_id": str(uuid.uuid4()),
+        "intake_mode": "update_with_start",
+    }
     now = clock.now()
     with database.atomic():
+        if request_id is not None:
+            validate_instance_id(instance_id)
+            runs.reserve_instance(instance_id, workflow_type, now=now)
+            runs.lock_instance(instance_id)  # two deliveries of one request queue here
+            repeated = _repeated_with_start(instance_id, request_id)
+            if repeated is not None:
+                return repeated
+            group["request_id"] = request_id
         public, _, rejection, _ = _contract(workflow_type, update_name, update_arguments)
         if rejection is not None:
             runs.reserve_instance(instance_id, workflow_type, now=now)

@@ -59,6 +59,8 @@ class PriorCommand:
     reason: str
     metadata: dict[str, Any]
     signal_id: uuid.UUID | None
+    #: The command's payload (``intake_group_id`` links a with-start pair).
+    payload: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def command_for_request(
@@ -89,7 +91,37 @@ def command_for_request(
         rejection_reason=row.rejection_reason,
     )
     return PriorCommand(
-        command=record, reason=row.reason, metadata=dict(row.metadata or {}), signal_id=signal_id
+        command=record,
+        reason=row.reason,
+        metadata=dict(row.metadata or {}),
+        signal_id=signal_id,
+        payload=dict(row.payload or {}),
+    )
+
+
+def command_in_group(
+    instance_id: str, command_type: str, intake_group_id: str
+) -> CommandRecord | None:
+    """The ``command_type`` command of one linked intake (signal- or update-with-start)."""
+    row = (
+        WorkflowCommand.objects.filter(
+            instance_id=instance_id,
+            command_type=command_type,
+            payload__intake_group_id=intake_group_id,
+        )
+        .order_by("created_at", "id")
+        .first()
+    )
+    if row is None:
+        return None
+    return CommandRecord(
+        id=row.id,
+        instance_id=row.instance_id,
+        run_id=row.run_id,
+        command_type=row.command_type,
+        status=row.status,
+        outcome=row.outcome,
+        rejection_reason=row.rejection_reason,
     )
 
 

@@ -3,10 +3,19 @@ after a lost answer) returns the first outcome instead of acting twice."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
-from durable_workflow import InvalidValueError
-from durable_workflow.models import WorkflowCommand, WorkflowSignal
+from durable_workflow import InvalidValueError, StartOptions, WorkflowStub
+from durable_workflow.models import (
+    Task,
+    WorkflowCommand,
+    WorkflowRun,
+    WorkflowSignal,
+    WorkflowUpdate,
+)
 from tests.integration.helpers import event_types, start
 from tests.integration.test_webhooks import post, start_order
 
@@ -89,3 +98,141 @@ def test_webhooks_take_the_x_request_id_header(client, inline, settings):
     assert one.json()["command_id"] == two.json()["command_id"]
     bad = post(client, cancel, {}, **{"X-Request-Id": "x" * 300})
     assert bad.status_code == 422
+
+
+# -------------------------------------- repair, signal/update-with-start, shorthands
+def test_a_retried_signal_with_start_neither_starts_nor_signals_twice(inline):
+    stub = WorkflowStub.make("tests.approval", "req-sws")
+    first = stub.signal_with_start("approved-by", "Grace", start_args=["signal"], request_id="s")
+    again = stub.signal_with_start("approved-by", "Grace", start_args=["signal"], request_id="s")
+    assert first.start.outcome == "started_new" and first.signal.accepted
+    assert again == first
+    assert WorkflowRun.objects.filter(instance_id="req-sws").count() == 1
+    assert WorkflowSignal.objects.filter(instance_id="req-sws").count() == 1
+    inline.run()
+    assert stub.refresh().output() == "Grace"
+    # the run is closed: without the id this would start a second run; with it, nothing
+    late = stub.signal_with_start("approved-by", "Grace", start_args=["signal"], request_id="s")
+    assert late == first
+    assert WorkflowRun.objects.filter(instance_id="req-sws").count() == 1
+    assert event_types(stub).count("SignalReceived") == 1
+    # a plain signal under the same id is the same request: its first outcome
+    assert stub.attempt_signal("approved-by", "x", request_id="s") == first.signal
+
+
+def test_a_rejected_signal_with_start_answers_the_same_rejection(inline):
+    stub = WorkflowStub.make("tests.approval", "req-sws-bad")
+    first = stub.signal_with_start("nope", start_args=["signal"], request_id="s")
+    again = stub.signal_with_start("nope", start_args=["signal"], request_id="s")
+    assert first.start is None and first.signal.outcome == "rejected_unknown_signal"
+    assert again == first
+    assert WorkflowCommand.objects.filter(instance_id="req-sws-bad").count() == 1
+    assert not WorkflowRun.objects.filter(instance_id="req-sws-bad").exists()
+
+
+def test_a_retried_update_with_start_neither_starts_nor_submits_twice(inline):
+    stub = WorkflowStub.make("tests.approval", "req-uws")
+    first = stub.submit_update_with_start("add-item", "a", start_args=["updates"], request_id="u")
+    again = stub.submit_update_with_start("add-item", "a", start_args=["updates"], request_id="u")
+    assert first.start.outcome == "started_new" and first.update.accepted
+    assert again == first
+    assert WorkflowUpdate.objects.filter(instance_id="req-uws").count() == 1
+    inline.run()
+    done = stub.attempt_update_with_start(
+        "add-item", "a", start_args=["updates"], wait_timeout=0, request_id="u"
+    )
+    assert done.update.update_id == first.update.update_id and done.update.result == 1
+    assert done.start == first.start
+    assert stub.update_with_start("add-item", "a", wait_timeout=0, request_id="u") == 1
+    assert stub.query("snapshot")["items"] == ["a"]
+    assert WorkflowRun.objects.filter(instance_id="req-uws").count() == 1
+
+
+def test_a_refused_update_with_start_is_refused_once(inline):
+    stub = start("tests.approval", "req-uws-dup", "updates")
+    refuse = StartOptions.reject_duplicate()
+    first = stub.attempt_update_with_start("add-item", "a", options=refuse, request_id="d")
+    again = stub.attempt_update_with_start("add-item", "a", options=refuse, request_id="d")
+    assert first.update is None and first.start.outcome == "rejected_duplicate"
+    assert again == first
+    starts = WorkflowCommand.objects.filter(instance_id="req-uws-dup", command_type="start")
+    assert starts.count() == 2  # the plain start, then the one refused start
+
+
+def test_a_repair_sent_twice_repairs_once(inline):
+    stub = start("tests.approval", "req-repair", "signal")
+    inline.run()
+    Task.objects.filter(run_id=stub.run_id()).delete()
+    first = stub.repair(reason="lost", request_id="p")
+    assert first.outcome == "repair_dispatched"
+    Task.objects.filter(run_id=stub.run_id()).delete()  # lost again: only a new id repairs
+    again = stub.repair(reason="lost", request_id="p")
+    assert again == first
+    assert not Task.objects.filter(run_id=stub.run_id()).exists()
+    assert (
+        WorkflowCommand.objects.filter(instance_id="req-repair", command_type="repair").count() == 1
+    )
+    assert stub.repair(request_id="p2").outcome == "repair_dispatched"
+    with pytest.raises(InvalidValueError):
+        stub.repair(request_id="bad\x00id")
+
+
+def test_the_shorthand_calls_take_a_request_id(inline):
+    stub = start("tests.approval", "req-short", "updates")
+    inline.run()
+    sent = stub.attempt_signal("ping", request_id="a")
+    assert stub.attempt_signal("ping", request_id="a") == sent
+    submitted = stub.submit_update("add-item", "a", request_id="b")
+    assert stub.attempt_update("add-item", "a", wait_timeout=0, request_id="b").update_id == (
+        submitted.update_id
+    )
+    assert WorkflowSignal.objects.filter(instance_id="req-short").count() == 1
+    assert WorkflowUpdate.objects.filter(instance_id="req-short").count() == 1
+
+
+def test_the_awaitable_twins_pass_the_request_id_on(inline):
+    stub = WorkflowStub.make("tests.approval", "req-async")
+
+    async def twice() -> tuple[Any, Any]:
+        one = await stub.asignal_with_start(
+            "approved-by", "A", start_args=["signal"], request_id="x"
+        )
+        two = await stub.asignal_with_start(
+            "approved-by", "A", start_args=["signal"], request_id="x"
+        )
+        return one, two
+
+    one, two = asyncio.run(twice())
+    assert one == two and WorkflowSignal.objects.filter(instance_id="req-async").count() == 1
+    assert asyncio.run(stub.arepair(request_id="r")) == asyncio.run(stub.arepair(request_id="r"))
+
+
+def test_webhook_signal_and_update_with_start_and_repair_take_the_header(client, inline, settings):
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"ALLOW_UNAUTHENTICATED": True}
+    sws = "/webhooks/start/order-workflow/signals/approved-by"
+    body = {"workflow_id": "req-hook-sws", "order_id": 1, "signal_arguments": ["Ada"]}
+    first = post(client, sws, body, **{"X-Request-Id": "h-1"})
+    again = post(client, sws, body, **{"X-Request-Id": "h-1"})
+    assert first.status_code == again.status_code == 202
+    assert again.json()["command_id"] == first.json()["command_id"]
+    assert again.json()["start_command_id"] == first.json()["start_command_id"]
+    assert again.json()["start_outcome"] == "started_new"
+    assert WorkflowSignal.objects.filter(instance_id="req-hook-sws").count() == 1
+    assert WorkflowRun.objects.filter(instance_id="req-hook-sws").count() == 1
+
+    uws = "/webhooks/start/order-workflow/updates/mark-ready"
+    update = {"workflow_id": "req-hook-uws", "order_id": 1, "update_arguments": [True]}
+    update["wait_for"] = "accepted"
+    sent = post(client, uws, update, **{"X-Request-Id": "h-2"})
+    resent = post(client, uws, update, **{"X-Request-Id": "h-2"})
+    assert sent.json()["update_id"] is not None, sent.json()
+    assert resent.json()["update_id"] == sent.json()["update_id"]
+    assert resent.json()["start_command_id"] == sent.json()["start_command_id"]
+    assert WorkflowUpdate.objects.filter(instance_id="req-hook-uws").count() == 1
+
+    inline.run()
+    repair = "/webhooks/instances/req-hook-sws/repair"
+    one = post(client, repair, {"reason": "r"}, **{"X-Request-Id": "h-3"})
+    two = post(client, repair, {"reason": "r"}, **{"X-Request-Id": "h-3"})
+    assert one.json()["command_id"] == two.json()["command_id"], one.json()
+    assert post(client, sws, body, **{"X-Request-Id": "bad\x7fid"}).status_code == 422

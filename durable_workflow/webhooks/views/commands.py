@@ -152,7 +152,10 @@ class RepairView(WebhookView):
             outcome: Any = self._reject_historical(instance, selected, current, reason)
         else:
             outcome = control.request_repair(
-                instance.instance_id, source=responses.COMMAND_SOURCE, reason=reason
+                instance.instance_id,
+                source=responses.COMMAND_SOURCE,
+                reason=reason,
+                request_id=self.request_id(),
             )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome, run_id=current.id if current else None)

@@ -137,6 +137,7 @@ class SignalWithStartView(WebhookView):
             start_arguments=arguments,
             options=options,
             source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
             **_routing(cls),
         )
         start, sent = outcome.start, outcome.signal
@@ -204,6 +205,7 @@ class UpdateWithStartView(WebhookView):
             start_arguments=arguments,
             options=options,
             source=responses.COMMAND_SOURCE,
+            request_id=self.request_id(),
             **_routing(cls),
         )
         start, submitted = outcome.start, outcome.update

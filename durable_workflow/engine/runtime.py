@@ -116,6 +116,9 @@ class WorkflowRuntime:
         #: before each feed): what the body does for events up to it is replay. Left at
         #: its default, everything is (a query, a test replayer).
         self.replayed_through = sys.maxsize
+        #: The newest local outcome that woke a waiting body before this feed's events
+        #: are applied (0 otherwise): what the body does then answers that outcome.
+        self._waking = 0
         #: Events fed after the body decided how the run ends (never delivered).
         self._not_delivered: list[HistoryEvent] = []
         ledger = self._ledger = DeterminismLedger()
@@ -235,7 +238,8 @@ class WorkflowRuntime:
     def replaying(self) -> bool:
         """True while the body redoes what an earlier workflow task already did: its
         commands are recognised from history, nothing new happens."""
-        return self._outbox.query_mode or self._ledger.last_sequence <= self.replayed_through
+        position = max(self._ledger.last_sequence, self._waking)
+        return self._outbox.query_mode or position <= self.replayed_through
 
     def enter_query_mode(self) -> None:
         """Replay without producing commands (queries and update validators)."""
@@ -262,9 +266,13 @@ class WorkflowRuntime:
             return
         scheduler.enter()
         for outcome in ledger.index(fresh):
-            self._local_outcome_found(outcome)
+            if self._local_outcome_found(outcome):
+                self._waking = max(self._waking, outcome.sequence)
         run_ready, seen, apply, outbox = scheduler.run_ready, ledger.seen, self._apply, self._outbox
-        run_ready()  # bodies unblocked by local outcomes found while indexing
+        try:
+            run_ready()  # bodies unblocked by local outcomes found while indexing
+        finally:
+            self._waking = 0
         for index, event in enumerate(fresh):
             if outbox.closed is not None:
                 # The body decided how the run ends: later inputs are not consumed here
@@ -278,10 +286,12 @@ class WorkflowRuntime:
         if scheduler.fatal is None and scheduler.idle:
             ledger.check_all_reached()
 
-    def _local_outcome_found(self, event: HistoryEvent) -> None:
+    def _local_outcome_found(self, event: HistoryEvent) -> bool:
         op = self._core.ops.get(event.step or 0)
         if op is not None and not op.future.done:
             self._steps.settle_local(op, event)
+            return True
+        return False
 
     def _apply(self, event: HistoryEvent) -> None:
         kind = event.event_type

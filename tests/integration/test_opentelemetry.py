@@ -231,3 +231,21 @@ def test_a_run_started_untraced_is_still_one_trace(inline, tracing):
     assert len({s["trace_id"] for s in spans}) == 1
     assert len({t["parent_id"] for t in tasks}) == 1  # the run's own (unexported) root
     assert tasks[0]["parent_id"] not in {s["span_id"] for s in spans}
+
+
+@pytest.mark.parametrize("sticky", [True, False])
+def test_a_local_activity_has_a_span_per_attempt(inline, tracing, sticky):
+    _, exporter = tracing
+    with override_settings(
+        DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "STICKY_ENABLED": sticky}
+    ):
+        stub = WorkflowStub.make(traced.Local, "traced-local")
+        stub.start()
+        inline.run()
+    assert stub.result(timeout=5) == "L"
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [scheduled] = named(spans, "StartActivity:tests.traced.step")
+    attempts = named(spans, "RunActivity:tests.traced.step")
+    assert [a["attributes"]["durable_workflow.activity.attempt"] for a in attempts] == [1, 2]
+    assert all(a["parent_id"] == scheduled["span_id"] for a in attempts)
+    assert len(named(spans, "CompleteWorkflow")) == 1

@@ -78,3 +78,12 @@ class Again(Workflow):
         if times:
             dw.continue_as_new(times - 1)
         return "done"
+
+
+class Local(Workflow):
+    """A local activity whose first attempt fails."""
+
+    type_key = "tests.traced.local"
+
+    def handle(self) -> str:
+        return dw.local_activity(Step, "l", True)

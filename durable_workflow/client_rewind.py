@@ -17,7 +17,12 @@ class StubRewind:
     _pinned: bool
 
     def reset(
-        self, to: str | int = "last_workflow_task", *, reason: str = "", dry_run: bool = False
+        self,
+        to: str | int = "last_workflow_task",
+        *,
+        reason: str = "",
+        dry_run: bool = False,
+        request_id: str | None = None,
     ) -> ResetResult:
         """Start a new run of this instance from a point of this run's history.
 
@@ -27,11 +32,14 @@ class StubRewind:
         the current code; signals received after the point are re-applied. An open
         run is terminated (reason ``reset``). Raises ``ResetRefusedError`` (with
         ``reason``) for a point that cannot be resumed; ``dry_run`` only checks and
-        describes the point. The stub follows the new run.
+        describes the point. The stub follows the new run. ``request_id``: sent again
+        with the same id, nothing is reset again; the first result comes back.
         """
         from durable_workflow.executor.reset import reset_run
 
-        result = reset_run(self._run_id(), to=to, reason=reason, dry_run=dry_run)
+        result = reset_run(
+            self._run_id(), to=to, reason=reason, dry_run=dry_run, request_id=request_id
+        )
         self._follow(result)
         return result
 
@@ -42,9 +50,11 @@ class StubRewind:
         new_instance_id: str,
         reason: str = "",
         dry_run: bool = False,
+        request_id: str | None = None,
     ) -> ResetResult:
         """``reset`` into the new instance ``new_instance_id``; this run is left as it
-        is. Use ``WorkflowStub.load(new_instance_id)`` for the fork."""
+        is. Use ``WorkflowStub.load(new_instance_id)`` for the fork. A repeated
+        ``request_id`` forks nothing and returns the first result."""
         from durable_workflow.executor.reset import reset_run
 
         return reset_run(
@@ -53,6 +63,7 @@ class StubRewind:
             reason=reason,
             new_instance_id=new_instance_id,
             dry_run=dry_run,
+            request_id=request_id,
         )
 
     areset = twin(reset)

@@ -73,15 +73,27 @@ def reset_run(
     new_instance_id: str | None = None,
     source: str = "client",
     dry_run: bool = False,
+    request_id: str | None = None,
 ) -> ResetResult:
-    """Reset (``new_instance_id=None``) or fork the run ``run_id`` to the point ``to``."""
+    """Reset (``new_instance_id=None``) or fork the run ``run_id`` to the point ``to``.
+
+    A ``request_id`` the instance (the fork's, for a fork) already took a reset (fork)
+    under returns that first result and rewinds nothing; a dry run records nothing and
+    is never matched."""
+    from durable_workflow.executor.intake import check_request_id
+
     to = check_point(to)
     check_reason(reason)
+    check_request_id(request_id)
     old_id = _run_uuid(run_id)
     if new_instance_id is not None:
         validate_instance_id(new_instance_id)
     now = clock.now()
     with database.atomic():
+        if request_id is not None and not dry_run:
+            repeated = _repeated(old_id, new_instance_id, request_id, now=now)
+            if repeated is not None:
+                return repeated
         old = _locked(old_id, fork=new_instance_id is not None)
         parked = old.status not in TERMINAL_RUN_STATUSES and bool(waits.task_failure_of(old.id))
         try:
@@ -95,7 +107,41 @@ def reset_run(
         kind = "reset" if new_instance_id is None else "fork"
         if dry_run:
             return ResetResult(target, None, str(old.id), point, kind, dry_run=True)
-        return _write(old, plan, target, point, kind=kind, source=source, now=now)
+        return _write(
+            old, plan, target, point, kind=kind, source=source, request_id=request_id, now=now
+        )
+
+
+def _repeated(
+    old_id: uuid.UUID, new_instance_id: str | None, request_id: str, *, now: dt.datetime
+) -> ResetResult | None:
+    """The result of the reset (fork) recorded under ``request_id``, if there is one;
+    holds the instance lock (a fork's instance is reserved first, so two deliveries of
+    one fork queue on its row too)."""
+    from durable_workflow.executor.intake import repeated_request
+
+    found = runs.get_run(old_id)
+    if found is None:
+        return None  # _locked reports it
+    target = new_instance_id or found.instance_id
+    if new_instance_id is not None:
+        runs.reserve_instance(target, found.workflow_type, now=now)
+    runs.lock_instance(target)
+    kind = "reset" if new_instance_id is None else "fork"
+    command_type = CommandType.RESET if kind == "reset" else CommandType.FORK
+    prior = repeated_request(target, command_type, request_id)
+    if prior is None:
+        return None
+    payload = prior.payload
+    return ResetResult(
+        instance_id=target,
+        run_id=str(payload["run_id"]),
+        reset_from_run_id=str(payload["reset_from_run_id"]),
+        reset_point=dict(payload.get("reset_point") or {}),
+        kind=kind,
+        terminated_old_run=bool(payload.get("terminated_old_run")),
+        command_id=str(prior.command.id),
+    )
 
 
 def _locked(old_id: uuid.UUID, *, fork: bool) -> RunRecord:
@@ -138,9 +184,19 @@ def _write(
     *,
     kind: str,
     source: str,
+    request_id: str | None = None,
     now: dt.datetime,
 ) -> ResetResult:
     new = _new_run(old, target, point, fork=kind == "fork", now=now)
+    terminated = kind == "reset" and old.status not in TERMINAL_RUN_STATUSES
+    payload: dict[str, Any] = {
+        "reset_from_run_id": str(old.id),
+        "run_id": str(new.id),
+        "reset_point": point,
+        "terminated_old_run": terminated,
+    }
+    if request_id is not None:
+        payload["request_id"] = request_id
     command = commands.record_command(
         instance_id=target,
         run_id=old.id if kind == "reset" else new.id,
@@ -149,10 +205,9 @@ def _write(
         outcome="reset" if kind == "reset" else "forked",
         source=source,
         reason=point["reason"],
-        payload={"reset_from_run_id": str(old.id), "run_id": str(new.id), "reset_point": point},
+        payload=payload,
         now=now,
     )
-    terminated = kind == "reset" and old.status not in TERMINAL_RUN_STATUSES
     if terminated:
         _terminate(old, str(command.id), point["reason"], now=now)
     history.copy_events(new, _events_for(new, old, plan, now=now))

@@ -236,3 +236,28 @@ def test_webhook_signal_and_update_with_start_and_repair_take_the_header(client,
     two = post(client, repair, {"reason": "r"}, **{"X-Request-Id": "h-3"})
     assert one.json()["command_id"] == two.json()["command_id"], one.json()
     assert post(client, sws, body, **{"X-Request-Id": "bad\x7fid"}).status_code == 422
+
+
+def test_a_retried_reset_or_fork_rewinds_once(inline):
+    stub = start("tests.approval", "req-reset", "updates")
+    inline.run()
+    old_run = stub.run_id()
+    first = stub.reset("start", reason="retry me", request_id="rs")
+    assert first.terminated_old_run and stub.run_id() == first.run_id
+    # the stub follows the new run; a retry of the same request names the old one
+    again = WorkflowStub.load_run(old_run).reset("start", reason="retry me", request_id="rs")
+    assert again == first
+    assert WorkflowRun.objects.filter(instance_id="req-reset").count() == 2
+    assert (
+        WorkflowCommand.objects.filter(instance_id="req-reset", command_type="reset").count() == 1
+    )
+    # a dry run records nothing and is never matched
+    assert stub.reset("start", dry_run=True, request_id="rs").dry_run
+
+    fork = stub.fork("start", new_instance_id="req-fork", request_id="fk")
+    refork = stub.fork("start", new_instance_id="req-fork", request_id="fk")
+    assert refork == fork and fork.kind == "fork"
+    assert WorkflowRun.objects.filter(instance_id="req-fork").count() == 1
+    with pytest.raises(InvalidValueError):
+        stub.fork("start", new_instance_id="req-fork-2", request_id="x" * 256)
+    assert not WorkflowRun.objects.filter(instance_id="req-fork-2").exists()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import AsyncClient
 
 from durable_workflow import (
@@ -263,3 +263,68 @@ def test_schedule_manager_twins(inline):
         await ScheduleManager.adelete("async-nightly")
 
     run(scenario)
+
+
+async def asgi_request(method: str, path: str, body: Any = None) -> dict[str, Any]:
+    """One request through Django's own ASGI application, as an ASGI server sends it
+    (each request in a thread-sensitive context, hence a thread, of its own)."""
+    from django.core.asgi import get_asgi_application
+
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    incoming = [{"type": "http.request", "body": json.dumps(body or {}).encode()}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop()
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await get_asgi_application()(scope, receive, send)
+    assert sent[0]["status"] == 200, sent
+    data: dict[str, Any] = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+    return data
+
+
+def close_connection() -> None:
+    connection.close()  # this thread's connection, looked up in this thread
+
+
+def test_the_async_views_under_djangos_asgi_handler(inline):
+    async def scenario() -> None:
+        await asgi_request("POST", "/async/asgi-1/start/?from=1")
+        await sync_to_async(inline.run)()
+        adding = asyncio.ensure_future(asgi_request("POST", "/async/asgi-1/add/", {"amount": 2}))
+        assert await until_done(adding, inline.run) == {"total": 3}
+        assert await asgi_request("GET", "/async/asgi-1/total/") == {"total": 3}
+        finishing = asyncio.ensure_future(asgi_request("GET", "/async/asgi-1/result/"))
+        assert await asgi_request("POST", "/async/asgi-1/close/") == {"accepted": True}
+        assert await until_done(finishing, inline.run) == {
+            "output": {"total": 3, "doubled": 6},
+            "status": "completed",
+        }
+
+    async def closing() -> None:
+        try:
+            await scenario()
+        finally:  # the connection of the thread-sensitive thread outside any request
+            await sync_to_async(close_connection)()
+
+    asyncio.run(closing())

@@ -21,7 +21,8 @@ _ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITE
 
 ADVICE = (
     "workflow bodies run on synchronous greenlets so that replay is deterministic; "
-    "call durable helpers from plain `def` code and do async I/O in an activity"
+    "call durable helpers from plain `def` code and do async I/O in an activity "
+    "(an Activity's handle() may be `async def`)"
 )
 
 

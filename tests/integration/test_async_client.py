@@ -132,6 +132,11 @@ def test_cancel_terminate_and_repair_twins(inline):
         assert (await second.aattempt_terminate()).rejected
         assert (await second.aarchive("tidy")).accepted
         assert (await second.arefresh()).archived_at() is not None
+        terminated_run = second.run_id()
+        rewound = await second.areset("start", reason="again")
+        assert rewound.run_id is not None and second.run_id() == rewound.run_id != terminated_run
+        forked = await second.afork("start", new_instance_id="close-2-fork")
+        assert (await WorkflowStub.aload("close-2-fork")).run_id() == forked.run_id
         repaired = await first.arepair(reason="test")
         assert repaired.outcome
         assert (await first.adescribe()).instance_id == "close-1"

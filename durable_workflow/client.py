@@ -43,7 +43,11 @@ from durable_workflow.executor.archiving import request_archive
 from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
 from durable_workflow.headers import check_headers
 from durable_workflow.ids import validate_instance_id
-from durable_workflow.interceptors import CloseWorkflowInput, StartWorkflowInput
+from durable_workflow.interceptors import (
+    CloseWorkflowInput,
+    SignalWithStartInput,
+    StartWorkflowInput,
+)
 from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult
@@ -264,22 +268,24 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         return raise_if_rejected(self.attempt_archive(reason, request_id=request_id), "archive")
 
     def _close(self, command: Any, reason: str | None, request_id: Id) -> CommandResult:
-        if command is request_archive:  # bookkeeping on closed runs: no headers, no chain
-            outcome = command(
-                self._instance_id, run_id=self._target_run(), reason=reason, request_id=request_id
-            )
-            self.refresh()
-            return command_result(outcome, self._pinned)
-        kind = "cancel" if command is request_cancel else "terminate"
+        kind = {request_cancel: "cancel", request_terminate: "terminate"}.get(command, "archive")
 
         def close(input: CloseWorkflowInput) -> CommandResult:
-            outcome = command(
-                self._instance_id,
-                run_id=input.run_id,
-                reason=input.reason,
-                request_id=input.request_id,
-                headers=input.headers,
-            )
+            if kind == "archive":  # bookkeeping on closed runs: no headers recorded
+                outcome = command(
+                    self._instance_id,
+                    run_id=input.run_id,
+                    reason=input.reason,
+                    request_id=input.request_id,
+                )
+            else:
+                outcome = command(
+                    self._instance_id,
+                    run_id=input.run_id,
+                    reason=input.reason,
+                    request_id=input.request_id,
+                    headers=input.headers,
+                )
             self.refresh()
             return command_result(outcome, self._pinned)
 
@@ -308,24 +314,42 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         ``request_id``: sent again with the same id, nothing is started or signalled
         again; the first outcome (its start and signal) comes back."""
         workflow_cls = _class_or_none(self._workflow_type)
-        codec = get_settings().PAYLOAD_CODEC
-        outcome = intake.signal_with_start(
-            instance_id=self._instance_id,
-            workflow_type=self._workflow_type,
-            workflow_class=class_path(workflow_cls) if workflow_cls else "",
-            signal_name=name,
-            signal_arguments=payloads.plain_arguments(signal_args, codec),
-            start_arguments=payloads.plain_arguments(start_args or [], codec),
-            options=(options or StartOptions()).with_headers(self._headers),
-            queue=getattr(workflow_cls, "queue", None),
-            connection=getattr(workflow_cls, "connection", None),
-            request_id=request_id,
-        )
-        self.refresh()
-        start = outcome.start
-        return SignalWithStartResult(
-            start=None if start is None else start_result(start),
-            signal=command_result(outcome.signal, False),
+        options = options or StartOptions()
+
+        def send(input: SignalWithStartInput) -> SignalWithStartResult:
+            codec = get_settings().PAYLOAD_CODEC
+            outcome = intake.signal_with_start(
+                instance_id=self._instance_id,
+                workflow_type=self._workflow_type,
+                workflow_class=class_path(workflow_cls) if workflow_cls else "",
+                signal_name=input.name,
+                signal_arguments=payloads.plain_arguments(input.signal_args, codec),
+                start_arguments=payloads.plain_arguments(input.start_args, codec),
+                options=dataclasses.replace(input.options, headers=input.headers),
+                queue=getattr(workflow_cls, "queue", None),
+                connection=getattr(workflow_cls, "connection", None),
+                request_id=input.request_id,
+            )
+            self.refresh()
+            start = outcome.start
+            return SignalWithStartResult(
+                start=None if start is None else start_result(start),
+                signal=command_result(outcome.signal, False),
+            )
+
+        return interceptors.call(
+            "signal_with_start_workflow",
+            SignalWithStartInput(
+                self._workflow_type,
+                self._instance_id,
+                name,
+                list(signal_args),
+                list(start_args or []),
+                options,
+                request_id,
+                {**options.headers, **self._headers},
+            ),
+            send,
         )
 
     # ---------------------------------------------------------------- state

@@ -292,24 +292,42 @@ class StubMessages:
         started or submitted again; the first outcome comes back.
         """
         workflow_cls = _workflow_class(self._workflow_type)
-        codec = get_settings().PAYLOAD_CODEC
-        outcome = updates.update_with_start(
-            instance_id=self._instance_id,
-            workflow_type=self._workflow_type,
-            workflow_class=class_path(workflow_cls) if workflow_cls else "",
-            update_name=name,
-            update_arguments=payloads.plain_arguments(list(update_args), codec),
-            start_arguments=payloads.plain_arguments(start_args or [], codec),
-            options=(options or StartOptions.return_existing_active()).with_headers(self._headers),
-            queue=getattr(workflow_cls, "queue", None),
-            connection=getattr(workflow_cls, "connection", None),
-            request_id=request_id,
-        )
-        self._run = runs.current_run(self._instance_id)
-        update = outcome.update
-        return UpdateWithStartResult(
-            start=start_result(outcome.start) if outcome.start is not None else None,
-            update=self._update_result(update.record, update) if update is not None else None,
+        options = options or StartOptions.return_existing_active()
+
+        def submit(input: interceptors.UpdateWithStartInput) -> UpdateWithStartResult:
+            codec = get_settings().PAYLOAD_CODEC
+            outcome = updates.update_with_start(
+                instance_id=self._instance_id,
+                workflow_type=self._workflow_type,
+                workflow_class=class_path(workflow_cls) if workflow_cls else "",
+                update_name=input.name,
+                update_arguments=payloads.plain_arguments(input.update_args, codec),
+                start_arguments=payloads.plain_arguments(input.start_args, codec),
+                options=dataclasses.replace(input.options, headers=input.headers),
+                queue=getattr(workflow_cls, "queue", None),
+                connection=getattr(workflow_cls, "connection", None),
+                request_id=input.request_id,
+            )
+            self._run = runs.current_run(self._instance_id)
+            update = outcome.update
+            return UpdateWithStartResult(
+                start=start_result(outcome.start) if outcome.start is not None else None,
+                update=self._update_result(update.record, update) if update is not None else None,
+            )
+
+        return interceptors.call(
+            "update_with_start_workflow",
+            interceptors.UpdateWithStartInput(
+                self._workflow_type,
+                self._instance_id,
+                name,
+                list(update_args),
+                list(start_args or []),
+                options,
+                request_id,
+                {**options.headers, **self._headers},
+            ),
+            submit,
         )
 
     def attempt_update_with_start(

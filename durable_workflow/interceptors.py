@@ -9,7 +9,8 @@ outermost: it sees a call first and its result last.
 Four places call through the chain:
 
 * **client** (``ClientInterceptor``): ``WorkflowStub``'s start, signal,
-  update, query, cancel and terminate, in the calling process;
+  update, query, cancel, terminate, archive, signal-with-start and
+  update-with-start, in the calling process;
 * **workflow inbound** (``WorkflowInboundInterceptor``): the run's
   ``handle()``, signal handlers, update handlers and queries, inside the
   replayed body;
@@ -47,7 +48,13 @@ if TYPE_CHECKING:
         LocalActivityOptions,
         StartOptions,
     )
-    from durable_workflow.results import CommandResult, StartResult, UpdateResult
+    from durable_workflow.results import (
+        CommandResult,
+        SignalWithStartResult,
+        StartResult,
+        UpdateResult,
+        UpdateWithStartResult,
+    )
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -100,8 +107,40 @@ class QueryWorkflowInput:
 
 
 @dataclass
+class SignalWithStartInput:
+    """``signal_with_start``: one command that starts the run if needed and signals it.
+    ``headers`` travel with both the start and the signal."""
+
+    workflow_type: str
+    instance_id: str
+    name: str
+    signal_args: list[Any]
+    start_args: list[Any]
+    options: StartOptions
+    request_id: str | None = None
+    headers: Headers = field(default_factory=dict)
+
+
+@dataclass
+class UpdateWithStartInput:
+    """``update_with_start`` and its ``attempt_``/``submit_`` forms: the start and the
+    update's submission (waiting for its outcome is outside the chain). ``headers``
+    travel with both."""
+
+    workflow_type: str
+    instance_id: str
+    name: str
+    update_args: list[Any]
+    start_args: list[Any]
+    options: StartOptions
+    request_id: str | None = None
+    headers: Headers = field(default_factory=dict)
+
+
+@dataclass
 class CloseWorkflowInput:
-    """A cancel or terminate request (``kind``)."""
+    """A cancel, terminate or archive request (``kind``). An archive records no
+    headers (it is bookkeeping on closed runs): ``headers`` is there to read."""
 
     kind: str
     workflow_type: str
@@ -252,6 +291,23 @@ class ClientInterceptor:
     def terminate_workflow(
         self, input: CloseWorkflowInput, next: Next[Any, CommandResult]
     ) -> CommandResult:
+        return next(input)
+
+    def archive_workflow(
+        self, input: CloseWorkflowInput, next: Next[Any, CommandResult]
+    ) -> CommandResult:
+        """Wraps ``archive()``/``attempt_archive()``; the headers are not recorded."""
+        return next(input)
+
+    def signal_with_start_workflow(
+        self, input: SignalWithStartInput, next: Next[Any, SignalWithStartResult]
+    ) -> SignalWithStartResult:
+        return next(input)
+
+    def update_with_start_workflow(
+        self, input: UpdateWithStartInput, next: Next[Any, UpdateWithStartResult]
+    ) -> UpdateWithStartResult:
+        """Wraps submitting the start and the update (waiting is outside the chain)."""
         return next(input)
 
 

@@ -8,7 +8,8 @@ The trace context travels in headers (W3C ``traceparent`` through the configured
 propagator), which the engine stores with what they travel with and hands back on
 every later task, whichever worker runs it:
 
-* a client command's span (``StartWorkflow:<type>``, ``SignalWorkflow:<name>``, ...)
+* a client command's span (``StartWorkflow:<type>``, ``SignalWorkflow:<name>``,
+  ``SignalWithStartWorkflow:<name>``, ``ArchiveWorkflow:<type>``, ...)
   is a child of the caller's current span, and its context goes into the command's
   headers;
 * each workflow task is a short span (``WorkflowTask:<type>``) whose parent is the
@@ -111,6 +112,29 @@ class TracingInterceptor(ic.Interceptor):
 
     def terminate_workflow(self, input: ic.CloseWorkflowInput, next: ic.Next[Any, Any]) -> Any:
         return self._close("TerminateWorkflow", input, next)
+
+    def archive_workflow(self, input: ic.CloseWorkflowInput, next: ic.Next[Any, Any]) -> Any:
+        return self._close("ArchiveWorkflow", input, next)
+
+    def signal_with_start_workflow(
+        self, input: ic.SignalWithStartInput, next: ic.Next[Any, Any]
+    ) -> Any:
+        return self._with_start("SignalWithStartWorkflow", input, next)
+
+    def update_with_start_workflow(
+        self, input: ic.UpdateWithStartInput, next: ic.Next[Any, Any]
+    ) -> Any:
+        return self._with_start("UpdateWithStartWorkflow", input, next)
+
+    def _with_start(self, verb: str, input: Any, next: ic.Next[Any, Any]) -> Any:
+        attributes = _workflow_attributes(input, MESSAGE_NAME, input.name)
+        with self._client_span(f"{verb}:{input.name}", attributes) as span:
+            input.headers = _injected(input.headers)
+            result = next(input)
+            started: Any = getattr(result, "start", None)
+            if getattr(started, "run_id", None):
+                span.set_attribute(RUN_ID, started.run_id)
+            return result
 
     def _message(self, method: str, input: Any, next: ic.Next[Any, Any]) -> Any:
         attributes = _workflow_attributes(input, MESSAGE_NAME, input.name)
@@ -343,7 +367,7 @@ def _links(headers: Mapping[str, str] | None) -> list[trace.Link]:
 
 def _workflow_attributes(input: Any, *extra: Any) -> dict[str, Any]:
     attributes = {WORKFLOW_TYPE: input.workflow_type, INSTANCE_ID: input.instance_id}
-    if input.run_id:
+    if getattr(input, "run_id", None):
         attributes[RUN_ID] = input.run_id
     attributes.update(dict(zip(extra[::2], extra[1::2], strict=True)))
     return attributes

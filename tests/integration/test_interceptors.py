@@ -132,6 +132,38 @@ def test_terminate_carries_headers(inline):
     assert ("outer", "terminate_workflow", "stop") in tenancy.CALLS
 
 
+def test_with_start_commands_and_archive_go_through_the_chain(inline):
+    with interceptors(tenancy.Outer, tenancy.Inner):
+        stub = WorkflowStub.make(tenancy.TenantOrder, "chain-ws").with_headers({"req": "r-4"})
+        sent = stub.signal_with_start("poke", "go", start_args=[False])
+        assert sent.signal.accepted
+        inline.run()
+        assert stub.refresh().completed()
+        assert stub.archive("done").accepted
+        other = WorkflowStub.make(tenancy.TenantOrder, "chain-wu").with_headers({"req": "r-5"})
+        submitted = other.submit_update_with_start("rename", "x", start_args=[False])
+        assert submitted.update is not None and submitted.update.accepted
+
+    mine = {"signal_with_start_workflow", "update_with_start_workflow", "archive_workflow"}
+    assert [(who, m, d) for who, m, d in tenancy.CALLS if m in mine] == [
+        ("outer", "signal_with_start_workflow", "poke"),
+        ("inner", "signal_with_start_workflow", "poke"),
+        ("outer", "archive_workflow", "done"),
+        ("inner", "archive_workflow", "done"),
+        ("outer", "update_with_start_workflow", "rename"),
+        ("inner", "update_with_start_workflow", "rename"),
+    ]
+    # The interceptors' headers travel with both the start and the message.
+    [started] = events_of(stub, "WorkflowStarted")
+    assert started["headers"] == {"req": "r-4", "seen-by": "outer,inner"}
+    [signal] = events_of(stub, "SignalReceived")
+    assert signal["headers"] == {"req": "r-4", "seen-by": "outer,inner"}
+    [started] = events_of(other, "WorkflowStarted")
+    assert started["headers"] == {"req": "r-5", "seen-by": "outer,inner"}
+    [accepted] = events_of(other, "UpdateAccepted")
+    assert accepted["headers"] == {"req": "r-5", "seen-by": "outer,inner"}
+
+
 def test_tenant_context_reaches_activities_and_children(inline):
     with interceptors(tenancy.TenantInterceptor):
         token = tenancy.current_tenant.set("acme")

@@ -217,6 +217,30 @@ def test_updates_queries_cancel_and_terminate_have_client_spans(inline, tracing)
         assert closing["kind"] == "CLIENT"
 
 
+def test_with_start_commands_and_archive_have_client_spans(inline, tracing):
+    _, exporter = tracing
+    stub = WorkflowStub.make(tenancy.TenantOrder, "traced-sws")
+    sent = stub.signal_with_start("poke", "go", start_args=[False])
+    inline.run()
+    assert stub.refresh().completed()
+    stub.archive("done")
+    other = WorkflowStub.make(tenancy.TenantOrder, "traced-uws")
+    submitted = other.submit_update_with_start("rename", "x", start_args=[False])
+    assert submitted.update is not None and submitted.update.accepted
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [signalled] = named(spans, "SignalWithStartWorkflow:poke")
+    assert signalled["kind"] == "CLIENT"
+    assert signalled["attributes"]["durable_workflow.workflow.run_id"] == sent.start.run_id
+    # The run started by it is in its trace, its tasks under the client span.
+    tasks = named(spans, "WorkflowTask:tests.tenancy.order")
+    assert {t["trace_id"] for t in tasks} == {signalled["trace_id"]}
+    assert {t["parent_id"] for t in tasks} == {signalled["span_id"]}
+    [archived] = named(spans, "ArchiveWorkflow:tests.tenancy.order")
+    assert archived["kind"] == "CLIENT"
+    [updated] = named(spans, "UpdateWithStartWorkflow:rename")
+    assert updated["attributes"]["durable_workflow.message.name"] == "rename"
+
+
 def test_a_run_started_untraced_is_still_one_trace(inline, tracing):
     _, exporter = tracing
     with override_settings(DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "INTERCEPTORS": []}):

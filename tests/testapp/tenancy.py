@@ -24,10 +24,12 @@ from durable_workflow.interceptors import (
     QueryWorkflowInput,
     ScheduleActivityInput,
     SignalExternalInput,
+    SignalWithStartInput,
     SignalWorkflowInput,
     StartChildInput,
     StartTimerInput,
     StartWorkflowInput,
+    UpdateWithStartInput,
     UpdateWorkflowInput,
 )
 
@@ -130,6 +132,18 @@ class Recording(dw.Interceptor):
 
     def terminate_workflow(self, input: CloseWorkflowInput, next: Any) -> Any:
         self._note("terminate_workflow", input, input.reason)
+        return next(input)
+
+    def archive_workflow(self, input: CloseWorkflowInput, next: Any) -> Any:
+        self._note("archive_workflow", input, input.reason)
+        return next(input)
+
+    def signal_with_start_workflow(self, input: SignalWithStartInput, next: Any) -> Any:
+        self._note("signal_with_start_workflow", input, input.name)
+        return next(input)
+
+    def update_with_start_workflow(self, input: UpdateWithStartInput, next: Any) -> Any:
+        self._note("update_with_start_workflow", input, input.name)
         return next(input)
 
     # Workflow code: these run on every replay too, so the notes repeat on replay.

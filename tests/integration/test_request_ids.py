@@ -3,10 +3,12 @@ after a lost answer) returns the first outcome instead of acting twice."""
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection
 
 from durable_workflow import InvalidValueError, StartOptions, WorkflowStub
 from durable_workflow.models import (
@@ -193,18 +195,17 @@ def test_the_shorthand_calls_take_a_request_id(inline):
 def test_the_awaitable_twins_pass_the_request_id_on(inline):
     stub = WorkflowStub.make("tests.approval", "req-async")
 
-    async def twice() -> tuple[Any, Any]:
-        one = await stub.asignal_with_start(
-            "approved-by", "A", start_args=["signal"], request_id="x"
-        )
-        two = await stub.asignal_with_start(
-            "approved-by", "A", start_args=["signal"], request_id="x"
-        )
-        return one, two
+    async def scenario() -> tuple[Any, ...]:
+        # async_to_sync keeps this thread the thread-sensitive one (the test's connection)
+        sws = ("approved-by", "A")
+        one = await stub.asignal_with_start(*sws, start_args=["signal"], request_id="x")
+        two = await stub.asignal_with_start(*sws, start_args=["signal"], request_id="x")
+        repaired = await stub.arepair(request_id="r")
+        return one, two, repaired, await stub.arepair(request_id="r")
 
-    one, two = asyncio.run(twice())
+    one, two, repaired, again = async_to_sync(scenario)()
     assert one == two and WorkflowSignal.objects.filter(instance_id="req-async").count() == 1
-    assert asyncio.run(stub.arepair(request_id="r")) == asyncio.run(stub.arepair(request_id="r"))
+    assert repaired == again
 
 
 def test_webhook_signal_and_update_with_start_and_repair_take_the_header(client, inline, settings):
@@ -261,3 +262,32 @@ def test_a_retried_reset_or_fork_rewinds_once(inline):
     with pytest.raises(InvalidValueError):
         stub.fork("start", new_instance_id="req-fork-2", request_id="x" * 256)
     assert not WorkflowRun.objects.filter(instance_id="req-fork-2").exists()
+
+
+def test_racing_deliveries_of_one_request_start_and_signal_once(inline):
+    """Four deliveries of one signal-with-start at once (a client and its retries):
+    the instance lock queues them, one starts and signals, the others get its answer."""
+    barrier = threading.Barrier(4)
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def deliver() -> None:
+        try:
+            barrier.wait()
+            stub = WorkflowStub.make("tests.approval", "req-race")
+            sws = ("approved-by", "Grace")
+            results.append(stub.signal_with_start(*sws, start_args=["signal"], request_id="rr"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert len(results) == 4 and all(result == results[0] for result in results)
+    assert WorkflowRun.objects.filter(instance_id="req-race").count() == 1
+    assert WorkflowSignal.objects.filter(instance_id="req-race").count() == 1

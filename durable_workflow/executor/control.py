@@ -34,6 +34,23 @@ class CommandOutcome:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+def repeated_repair(instance_id: str, request_id: str | None) -> CommandOutcome | None:
+    """The first repair this instance took under ``request_id`` (call it holding the
+    instance lock)."""
+    from durable_workflow.executor.intake import repeated_request
+
+    prior = repeated_request(instance_id, CommandType.REPAIR, request_id)
+    if prior is None:
+        return None
+    return CommandOutcome(
+        prior.command.status == CommandStatus.ACCEPTED,
+        prior.command.outcome,
+        prior.command.id,
+        prior.command.rejection_reason,
+        prior.metadata,
+    )
+
+
 @retry_transaction
 def request_repair(
     instance_id: str, *, source: str = "client", reason: str = "", request_id: str | None = None
@@ -47,7 +64,7 @@ def request_repair(
     ``request_id`` the instance already took a repair under returns that first outcome
     and repairs nothing.
     """
-    from durable_workflow.executor.intake import check_request_id, repeated_request
+    from durable_workflow.executor.intake import check_request_id
 
     check_reason(reason)
     check_request_id(request_id)
@@ -57,16 +74,9 @@ def request_repair(
             runs.lock_instance(instance_id)
         current = runs.current_run(instance_id)
         run = runs.lock_run(current.id) if current else None
-        if request_id is not None:
-            prior = repeated_request(instance_id, CommandType.REPAIR, request_id)
-            if prior is not None:
-                return CommandOutcome(
-                    prior.command.status == CommandStatus.ACCEPTED,
-                    prior.command.outcome,
-                    prior.command.id,
-                    prior.command.rejection_reason,
-                    prior.metadata,
-                )
+        repeated = repeated_repair(instance_id, request_id)
+        if repeated is not None:
+            return repeated
 
         def record(
             status: str, outcome: str, rejection: str | None = None, **done: Any

@@ -291,3 +291,19 @@ def test_racing_deliveries_of_one_request_start_and_signal_once(inline):
     assert len(results) == 4 and all(result == results[0] for result in results)
     assert WorkflowRun.objects.filter(instance_id="req-race").count() == 1
     assert WorkflowSignal.objects.filter(instance_id="req-race").count() == 1
+
+
+def test_a_webhook_repair_of_a_historical_run_is_refused_once(client, inline, settings):
+    settings.DURABLE_WORKFLOW_WEBHOOKS = {"ALLOW_UNAUTHENTICATED": True}
+    started = post(client, "/webhooks/start/webhooks.looper", {"workflow_id": "req-loop"})
+    assert started.status_code == 202
+    inline.run()
+    old = WorkflowRun.objects.get(instance_id="req-loop", run_number=1)
+    url = f"/webhooks/instances/req-loop/runs/{old.id}/repair"
+    first = post(client, url, {"reason": "r"}, **{"X-Request-Id": "hr"})
+    again = post(client, url, {"reason": "r"}, **{"X-Request-Id": "hr"})
+    assert first.status_code == again.status_code == 409, first.json()
+    assert first.json()["outcome"] == "rejected_not_current"
+    assert again.json()["command_id"] == first.json()["command_id"]
+    repairs = WorkflowCommand.objects.filter(instance_id="req-loop", command_type="repair")
+    assert repairs.count() == 1

@@ -147,25 +147,35 @@ class RepairView(WebhookView):
         data = self.body()
         validation.refuse_unknown(data, {"reason"})
         reason = validation.reason(data, self.config) or ""
+        request_id = self.request_id()
         current = runs.current_run(instance.instance_id)
         if selected is not None and current is not None and current.id != selected.id:
-            outcome: Any = self._reject_historical(instance, selected, current, reason)
+            outcome: Any = self._reject_historical(instance, selected, current, reason, request_id)
         else:
             outcome = control.request_repair(
                 instance.instance_id,
                 source=responses.COMMAND_SOURCE,
                 reason=reason,
-                request_id=self.request_id(),
+                request_id=request_id,
             )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome, run_id=current.id if current else None)
 
     @staticmethod
     def _reject_historical(
-        instance: InstanceRecord, selected: RunRecord, current: RunRecord, reason: str
-    ) -> _Rejected:
+        instance: InstanceRecord,
+        selected: RunRecord,
+        current: RunRecord,
+        reason: str,
+        request_id: str | None,
+    ) -> Any:
         metadata = {"requested_run_id": str(selected.id), "resolved_run_id": str(current.id)}
         with database.atomic():
+            if request_id is not None:
+                runs.lock_instance(instance.instance_id)
+                repeated = control.repeated_repair(instance.instance_id, request_id)
+                if repeated is not None:
+                    return repeated
             command = commands.record_command(
                 instance_id=instance.instance_id,
                 run_id=current.id,
@@ -175,6 +185,7 @@ class RepairView(WebhookView):
                 rejection_reason=_Rejected.rejection_reason,
                 source=responses.COMMAND_SOURCE,
                 reason=reason,
+                payload={} if request_id is None else {"request_id": request_id},
                 metadata=metadata,
                 now=clock.now(),
             )

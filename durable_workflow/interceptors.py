@@ -10,7 +10,8 @@ Four places call through the chain:
 
 * **client** (``ClientInterceptor``): ``WorkflowStub``'s start, signal,
   update, query, cancel, terminate, archive, signal-with-start and
-  update-with-start, in the calling process;
+  update-with-start, in the calling process; a schedule's fire goes through
+  ``start_workflow`` too (``input.source == "schedule"``);
 * **workflow inbound** (``WorkflowInboundInterceptor``): the run's
   ``handle()``, signal handlers, update handlers and queries, inside the
   replayed body;
@@ -70,6 +71,12 @@ class StartWorkflowInput:
     args: list[Any]
     options: StartOptions
     headers: Headers = field(default_factory=dict)
+    #: Who starts the run: ``"client"`` (``WorkflowStub``) or ``"schedule"`` (a
+    #: schedule's fire, in the process that fires it, inside its transaction).
+    source: str = "client"
+    #: For a schedule's fire: ``schedule_id``, ``trigger_number``, ``occurrence_time``,
+    #: ... (as recorded in the run's ``ScheduleTriggered`` event); else ``None``.
+    schedule: dict[str, Any] | None = None
 
 
 @dataclass

@@ -9,9 +9,9 @@ propagator), which the engine stores with what they travel with and hands back o
 every later task, whichever worker runs it:
 
 * a client command's span (``StartWorkflow:<type>``, ``SignalWorkflow:<name>``,
-  ``SignalWithStartWorkflow:<name>``, ``ArchiveWorkflow:<type>``, ...)
-  is a child of the caller's current span, and its context goes into the command's
-  headers;
+  ``SignalWithStartWorkflow:<name>``, ``ArchiveWorkflow:<type>``, ...) is a child of
+  the caller's current span, and its context goes into the command's headers; a
+  schedule's fire (``ScheduleFire:<schedule id>``) starts the run's trace;
 * each workflow task is a short span (``WorkflowTask:<type>``) whose parent is the
   context the run started with: a run waiting for days holds no open span;
 * what the body starts for the first time (``StartActivity``, ``StartChildWorkflow``,
@@ -69,6 +69,8 @@ TASK_REPLAYED = "durable_workflow.workflow_task.replayed_events"
 TASK_REPLAY = "durable_workflow.workflow_task.replay"
 TASK_STICKY = "durable_workflow.workflow_task.sticky"
 TIMER_SECONDS = "durable_workflow.timer.seconds"
+SCHEDULE_ID = "durable_workflow.schedule.id"
+SCHEDULE_TRIGGER = "durable_workflow.schedule.trigger_number"
 ERROR_TYPE = "error.type"  # OpenTelemetry semantic conventions
 
 _CLIENT_VERBS = {
@@ -91,7 +93,13 @@ class TracingInterceptor(ic.Interceptor):
     # ------------------------------------------------------------------ client
     def start_workflow(self, input: ic.StartWorkflowInput, next: ic.Next[Any, Any]) -> Any:
         attributes = {WORKFLOW_TYPE: input.workflow_type, INSTANCE_ID: input.instance_id}
-        with self._client_span(f"StartWorkflow:{input.workflow_type}", attributes) as span:
+        name = f"StartWorkflow:{input.workflow_type}"
+        if input.source == "schedule" and input.schedule is not None:
+            # A schedule's fire: the root of the run's trace, in the firing process.
+            name = f"ScheduleFire:{input.schedule['schedule_id']}"
+            attributes[SCHEDULE_ID] = input.schedule["schedule_id"]
+            attributes[SCHEDULE_TRIGGER] = input.schedule["trigger_number"]
+        with self._client_span(name, attributes) as span:
             input.headers = _injected(input.headers)
             result = next(input)
             if getattr(result, "run_id", None):

@@ -11,9 +11,10 @@ import datetime as dt
 import random
 from typing import Any
 
-from durable_workflow import registry
+from durable_workflow import interceptors, registry
 from durable_workflow.executor import start_workflow
 from durable_workflow.executor.control import request_cancel, request_terminate
+from durable_workflow.executor.start import StartOutcome
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.models.schedules import ScheduleFireKind, ScheduleFireStatus
 from durable_workflow.options import StartOptions
@@ -246,21 +247,37 @@ def _start(
         "trigger_number": trigger_number,
         "occurrence_time": timestamp(occurrence),
     }
-    started = start_workflow(
-        instance_id=instance_id,
-        workflow_type=schedule.workflow_type,
-        workflow_class=schedule.workflow_class,
-        arguments=schedule.input(),
-        options=StartOptions(
-            labels=dict(schedule.labels),
-            memo=dict(schedule.memo),
-            search_attributes=dict(schedule.search_attributes),
+
+    def begin(input: interceptors.StartWorkflowInput) -> StartOutcome:
+        return start_workflow(
+            instance_id=instance_id,
+            workflow_type=schedule.workflow_type,
+            workflow_class=schedule.workflow_class,
+            arguments=input.args,
+            options=dataclasses.replace(input.options, headers=input.headers),
+            queue=schedule.queue or getattr(cls, "queue", None),
+            connection=schedule.connection or getattr(cls, "connection", None),
+            source="schedule",
+            command_metadata={"schedule": lineage},
+            lineage_events=[("ScheduleTriggered", lineage)],
+        )
+
+    options = StartOptions(
+        labels=dict(schedule.labels),
+        memo=dict(schedule.memo),
+        search_attributes=dict(schedule.search_attributes),
+    )
+    started: StartOutcome = interceptors.call(
+        "start_workflow",
+        interceptors.StartWorkflowInput(
+            schedule.workflow_type,
+            instance_id,
+            schedule.input(),
+            options,
+            source="schedule",
+            schedule=dict(lineage),
         ),
-        queue=schedule.queue or getattr(cls, "queue", None),
-        connection=schedule.connection or getattr(cls, "connection", None),
-        source="schedule",
-        command_metadata={"schedule": lineage},
-        lineage_events=[("ScheduleTriggered", lineage)],
+        begin,
     )
     if not started.accepted:
         store.update_fire(

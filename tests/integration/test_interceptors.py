@@ -164,6 +164,36 @@ def test_with_start_commands_and_archive_go_through_the_chain(inline):
     assert accepted["headers"] == {"req": "r-5", "seen-by": "outer,inner"}
 
 
+class SeesStarts(dw.ClientInterceptor):
+    seen: list[tuple[str, Any]] = []
+
+    def start_workflow(self, input: Any, next: Any) -> Any:
+        self.seen.append((input.source, input.schedule))
+        input.headers["fired-by"] = input.source
+        return next(input)
+
+
+def test_a_schedule_fire_goes_through_start_workflow_with_its_source(inline):
+    from durable_workflow.schedules import ScheduleManager
+
+    SeesStarts.seen.clear()
+    with interceptors(SeesStarts):
+        ScheduleManager.create(
+            schedule_id="chained-hourly",
+            workflow="tests.tenancy.order",
+            cron_expression="0 * * * *",
+            arguments=[False],
+        )
+        instance_id = ScheduleManager.trigger("chained-hourly")
+        WorkflowStub.make(tenancy.TenantOrder, "chain-client").start(False)
+    [(source, lineage), (client, none)] = SeesStarts.seen
+    assert (source, client, none) == ("schedule", "client", None)
+    assert lineage["schedule_id"] == "chained-hourly" and lineage["trigger_number"] == 1
+    stub = WorkflowStub.load(instance_id)
+    [started] = events_of(stub, "WorkflowStarted")
+    assert started["headers"] == {"fired-by": "schedule"}
+
+
 def test_tenant_context_reaches_activities_and_children(inline):
     with interceptors(tenancy.TenantInterceptor):
         token = tenancy.current_tenant.set("acme")

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from durable_workflow import WorkflowStub
 from durable_workflow.contrib.opentelemetry import TracingInterceptor
+from durable_workflow.schedules import ScheduleManager
 from durable_workflow.testing import Replayer, travel
 from tests.docs.blocks import DOCS
 from tests.otel_spans import render_tree, span_record
@@ -239,6 +240,29 @@ def test_with_start_commands_and_archive_have_client_spans(inline, tracing):
     assert archived["kind"] == "CLIENT"
     [updated] = named(spans, "UpdateWithStartWorkflow:rename")
     assert updated["attributes"]["durable_workflow.message.name"] == "rename"
+
+
+def test_a_schedule_fire_is_the_root_of_its_runs_trace(inline, tracing):
+    _, exporter = tracing
+    ScheduleManager.create(
+        schedule_id="traced-hourly",
+        workflow="tests.tenancy.order",
+        cron_expression="0 * * * *",
+        arguments=[False],
+    )
+    instance_id = ScheduleManager.trigger("traced-hourly")
+    assert instance_id is not None
+    inline.run()
+    spans = [span_record(s) for s in exporter.get_finished_spans()]
+    [fired] = named(spans, "ScheduleFire:traced-hourly")
+    assert fired["parent_id"] is None
+    assert fired["attributes"]["durable_workflow.schedule.id"] == "traced-hourly"
+    assert fired["attributes"]["durable_workflow.schedule.trigger_number"] == 1
+    assert fired["attributes"]["durable_workflow.workflow.instance_id"] == instance_id
+    tasks = named(spans, "WorkflowTask:tests.tenancy.order")
+    assert tasks and {t["parent_id"] for t in tasks} == {fired["span_id"]}
+    assert {s["trace_id"] for s in spans} == {fired["trace_id"]}
+    assert not named(spans, "StartWorkflow:tests.tenancy.order")
 
 
 def test_a_run_started_untraced_is_still_one_trace(inline, tracing):

@@ -25,6 +25,9 @@ class Settings:
     CONNECTIONS: dict[str, str] = dataclasses.field(default_factory=dict)
     #: Queue for workflow tasks and activities that name none (``None``: Celery's default).
     DEFAULT_QUEUE: str | None = None
+    #: Named work queues with fleet-wide limits (``{"stripe": {"concurrency": 20}}``),
+    #: held as ``QueueLimit`` values once read (``durable_workflow.queue_limits``).
+    QUEUES: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: Payload codec for new runs: ``"avro"`` (default) or ``"json"``.
     PAYLOAD_CODEC: str = "avro"
     #: How long an activity attempt owns its task before repair may hand it out again;
@@ -255,6 +258,10 @@ def get_settings() -> Settings:
             "DURABLE_WORKFLOW['FAILURE_EXCEPTION_TYPES'] must be a list of exception names "
             "(dotted paths, class names or type keys)"
         )
+    if "QUEUES" in raw:
+        from durable_workflow import queue_limits
+
+        raw = {**raw, "QUEUES": queue_limits.parse(raw["QUEUES"])}
     return Settings(**raw)
 
 

@@ -42,7 +42,8 @@ class ConditionWait:
 @dataclasses.dataclass(frozen=True)
 class ActivityWait:
     """An activity not finished: ``attempt`` is its current (or last) attempt number,
-    ``next_attempt_at`` when a retry waits for its back-off."""
+    ``next_attempt_at`` when a retry waits for its back-off, ``waiting_for_queue`` when
+    its attempt waits for a free slot on a limited queue."""
 
     sequence: int
     activity_type: str
@@ -51,6 +52,15 @@ class ActivityWait:
     attempt: int
     next_attempt_at: dt.datetime | None = None
     kind: str = "activity"
+    #: The limited work queue whose capacity its next attempt waits for, if any.
+    waiting_for_queue: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """One line for people: ``waiting for capacity on queue "stripe"`` when it waits."""
+        if self.waiting_for_queue is not None:
+            return f'waiting for capacity on queue "{self.waiting_for_queue}"'
+        return f"activity {self.activity_type} attempt {max(self.attempt, 1)} ({self.status})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,6 +35,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.operations.attention import KINDS, attention_of
+from durable_workflow.store import work_queues
 
 _OPENS = (EventType.SIGNAL_WAIT_OPENED, EventType.CONDITION_WAIT_OPENED)
 _CLOSES = (
@@ -116,10 +117,13 @@ def _activities(ids: list[uuid.UUID], into: dict[uuid.UUID, Triage]) -> None:
     rows = ActivityExecution.objects.filter(
         run_id__in=ids, status__in=(ActivityStatus.PENDING, ActivityStatus.RUNNING)
     ).only("run_id", "sequence", "activity_type", "attempt_count", "options")
+    queued = work_queues.waits_of_runs(ids)
     for row in rows:
-        into[row.run_id].waits.append(
-            (row.sequence, f"activity {row.activity_type} {_attempts(row)}")
-        )
+        words = f"activity {row.activity_type} {_attempts(row)}"
+        queue = queued.get((row.run_id, row.id))
+        if queue is not None:
+            words += f', waiting for capacity on queue "{queue}"'
+        into[row.run_id].waits.append((row.sequence, words))
 
 
 def _children_and_updates(ids: list[uuid.UUID], into: dict[uuid.UUID, Triage]) -> None:

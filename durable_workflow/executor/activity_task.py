@@ -39,6 +39,7 @@ from durable_workflow.executor import (
     hooks,
     lifecycle,
     poison,
+    queue_gate,
     session_tasks,
     speculation,
     tokens,
@@ -76,6 +77,8 @@ def run_activity_task(task_id: Any) -> str:
     with logs.scope():  # the run is bound once read (``_claim``)
         lease = _claim(task_id)
         outcome = "skipped" if lease is None else run_claimed(lease)
+    if lease is not None and queue_gate.limited(lease.execution.queue):
+        queue_gate.wake(lease.execution.queue)  # its slot is free now
     eager.drain()
     return outcome
 
@@ -171,6 +174,14 @@ def _claim(task_id: Any) -> Lease | None:
             and not session_tasks.admitted(task, run, execution, now=now)
         ):
             return None
+        if (
+            run is not None
+            and run.status not in TERMINAL_RUN_STATUSES
+            and execution is not None
+            and execution.status in (ActivityStatus.PENDING, ActivityStatus.RUNNING)
+            and not queue_gate.admit(task, now=now)
+        ):
+            return None  # waits for a free slot; the engine sends it again then
         claimed = tasks.claim(
             task, owner=worker_id(), now=now, lease_seconds=settings.ACTIVITY_LEASE_SECONDS
         )

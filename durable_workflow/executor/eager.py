@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from durable_workflow import registry
+from durable_workflow import queue_limits, registry
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch, hooks
 from durable_workflow.logs import get_logger
@@ -190,6 +190,8 @@ def _runnable_here(execution: Any) -> bool:
     return bool(
         activities_on()
         and not execution.options.get("worker_session")
+        # A limited queue's attempts are leased only through the claim, which counts.
+        and not queue_limits.limit_of(execution.queue)
         and (
             execution.activity_type in hooks.activity_mocks
             or registry.has_activity(execution.activity_type)

@@ -14,7 +14,7 @@ from typing import Any
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import BrokerUnavailable
-from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor import dispatch, lifecycle, queue_gate
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.logs import get_logger
@@ -60,14 +60,17 @@ def _repair_pass(now: dt.datetime | None) -> RepairReport:
     )
     sent = _resend(_lost(due, now=now, in_backlog=settings.REDISPATCH_MAX_BACKOFF_SECONDS))
     tasks.mark_dispatched(sent, now=now)
-    if reclaimed or sent or timed_out:
+    woken = queue_gate.wake_all()  # slots freed by reclaims, timeouts, lost wake-ups
+    if reclaimed or sent or timed_out or woken:
         logger.info(
-            "repair pass: %s timeouts enforced, %s leases reclaimed, %s tasks re-sent",
+            "repair pass: %s timeouts enforced, %s leases reclaimed, %s tasks re-sent, "
+            "%s sent for free queue slots",
             timed_out,
             reclaimed,
             len(sent),
+            woken,
         )
-    return RepairReport(reclaimed=reclaimed, redispatched=len(sent), timed_out=timed_out)
+    return RepairReport(reclaimed=reclaimed, redispatched=len(sent) + woken, timed_out=timed_out)
 
 
 def _lost(

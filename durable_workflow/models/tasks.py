@@ -51,6 +51,9 @@ class Task(models.Model):
     #: How the claim replayed: sticky_hit_expected, cold_replay or forced_cold_replay.
     sticky_replay_mode = models.CharField(max_length=32, null=True, blank=True)
     sticky_claimed_at = models.DateTimeField(null=True, blank=True)
+    #: A ready task of a limited queue whose claim was refused: ``capacity`` (it waits,
+    #: with no message in flight, until the engine sends it when a slot frees).
+    queue_wait = models.CharField(max_length=16, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -58,6 +61,7 @@ class Task(models.Model):
         db_table = "durable_workflow_task"
         ordering = ["created_at"]
         indexes = [
+            models.Index(fields=["queue", "status"], name="dw_task_queue_status"),
             models.Index(fields=["status", "available_at"], name="dw_task_status_available"),
             models.Index(fields=["run", "task_type", "status"], name="dw_task_run_type_status"),
             models.Index(fields=["status", "lease_expires_at"], name="dw_task_status_lease"),

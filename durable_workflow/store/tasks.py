@@ -220,6 +220,7 @@ def _claim(
             "leased_at": now,
             "lease_expires_at": expires,
             "updated_at": now,
+            "queue_wait": None,
             **sticky,
         },
         [
@@ -404,8 +405,11 @@ def due_for_redispatch(
     backlog is not flooded with duplicates.
     """
     cutoff = now - dt.timedelta(seconds=after_seconds)
-    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=cutoff).filter(
-        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff)
+    rows = (
+        Task.objects.filter(status=TaskStatus.READY, available_at__lte=cutoff)
+        .filter(Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff))
+        # Waiting for capacity on a limited queue: the engine sends it when a slot frees.
+        .exclude(queue_wait="capacity")
     )
     due = []
     for row in rows.order_by("available_at")[: limit * 4]:
@@ -482,7 +486,10 @@ def ready_and_due(
     *, now: dt.datetime, limit: int = 100, markers: Collection[str] | None = None
 ) -> list[TaskRecord]:
     """Ready, due tasks; with ``markers``, only those a worker supporting them may claim."""
-    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now)
+    # A task waiting for capacity has no message: it is sent when a slot frees.
+    rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now).exclude(
+        queue_wait="capacity"
+    )
     if markers is not None:
         rows = rows.filter(compat.claimable(markers))
     rows = rows.order_by("available_at", "id")[:limit]

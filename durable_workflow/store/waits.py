@@ -32,6 +32,7 @@ from durable_workflow.models import (
     WorkflowFailure,
     WorkflowUpdate,
 )
+from durable_workflow.store import work_queues
 from durable_workflow.store.records import RunRecord
 
 #: Events that close a signal or condition wait, by the wait's sequence.
@@ -133,6 +134,7 @@ def _activities(run_id: uuid.UUID) -> list[Wait]:
             run_id=run_id, task_type=TaskType.ACTIVITY, status=TaskStatus.READY
         ).values_list("activity_execution_id", "available_at")
     }
+    queued = work_queues.waits_of_run(run_id)
     return [
         ActivityWait(
             sequence=row.sequence,
@@ -141,6 +143,7 @@ def _activities(run_id: uuid.UUID) -> list[Wait]:
             status=row.status,
             attempt=row.attempt_count,
             next_attempt_at=retries.get(row.id) if row.attempt_count else None,
+            waiting_for_queue=queued.get(row.id),
         )
         for row in rows
     ]

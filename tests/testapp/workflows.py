@@ -286,6 +286,7 @@ from tests.testapp import (  # noqa: E402
     hostile,  # noqa: F401
     messaging,  # noqa: F401
     patterns,  # noqa: F401
+    queues,  # noqa: F401
     rewind,  # noqa: F401
     sessions,  # noqa: F401
     tenancy,  # noqa: F401

@@ -16,6 +16,7 @@ from durable_workflow.operations.doctor import (
     configuration,
     infrastructure,
     pooler,
+    queue_limits,
     work,
     workers,
 )
@@ -56,6 +57,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (work.check_resume_paths, ("database", "migrations")),
     (work.check_history_budget, ("database", "migrations")),
     (compatibility.check_worker_compatibility, ("database", "migrations")),
+    (queue_limits.check_queue_limits, ("settings", "database", "migrations")),
 ]
 
 #: Checks that need no broker round trip (the health view runs these).
@@ -71,6 +73,7 @@ FAST_CHECK_IDS = (
     "run_deadlines",
     "durable_resume_paths",
     "worker_compatibility",
+    "queue_limits",
 )
 
 

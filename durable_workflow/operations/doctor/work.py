@@ -84,9 +84,14 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
     threshold = ctx.stuck_threshold()
     # Tasks no live worker may claim are waiting for a compatible worker, not stuck:
     # the worker_compatibility check reports them.
-    stuck = Task.objects.filter(
-        status=TaskStatus.READY, available_at__lte=ctx.now - dt.timedelta(seconds=threshold)
-    ).exclude(compatibility__in=blocked_markers(now=ctx.now)[0])
+    stuck = (
+        Task.objects.filter(
+            status=TaskStatus.READY, available_at__lte=ctx.now - dt.timedelta(seconds=threshold)
+        )
+        .exclude(compatibility__in=blocked_markers(now=ctx.now)[0])
+        # Waiting for capacity on a limited queue: the queue_limits check reports them.
+        .exclude(queue_wait="capacity")
+    )
     summary = stuck.aggregate(count=Count("id"), oldest=Min("available_at"))
     title = "No ready task left unclaimed"
     if not summary["count"]:

@@ -1,0 +1,19 @@
+"""Named work queues with limits: one row per queue, the lock its claims take turns on."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class WorkQueue(models.Model):
+    """A limited queue. Claims of its tasks lock this row, then count the queue's leases,
+    so two workers cannot both take the last free slot."""
+
+    name = models.CharField(max_length=255, primary_key=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_work_queue"
+
+    def __str__(self) -> str:
+        return self.name

@@ -41,6 +41,12 @@ class Settings:
     REDISPATCH_AFTER_SECONDS: int = 3
     #: Upper bound of the exponential back-off between re-sends of one task.
     REDISPATCH_MAX_BACKOFF_SECONDS: int = 300
+    #: A bulk action from the runs list over more runs than this becomes a bulk job:
+    #: processed in batches by a Celery task, with a progress page (at most this many
+    #: are done inside the request).
+    BULK_INLINE_MAX_RUNS: int = 100
+    #: Runs a bulk job acts on per batch (one transaction each).
+    BULK_BATCH_SIZE: int = 100
     #: Tasks inspected per repair pass.
     REPAIR_SCAN_LIMIT: int = 500
     #: How often the Celery beat entry runs the repair pass.

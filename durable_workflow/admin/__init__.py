@@ -4,6 +4,6 @@ Importing this package registers every ``ModelAdmin``; Django's admin
 autodiscovery does it for projects that list ``django.contrib.admin``.
 """
 
-from durable_workflow.admin import fleet, instances, records, runs, schedules, sessions
+from durable_workflow.admin import bulk, fleet, instances, records, runs, schedules, sessions
 
-__all__ = ["fleet", "instances", "records", "runs", "schedules", "sessions"]
+__all__ = ["bulk", "fleet", "instances", "records", "runs", "schedules", "sessions"]

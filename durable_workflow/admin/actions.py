@@ -12,6 +12,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from durable_workflow.admin.base import TERMINATE_PERMISSION
 from durable_workflow.admin.operations import (
@@ -23,6 +25,13 @@ from durable_workflow.admin.operations import (
     perform,
     preview,
 )
+from durable_workflow.operations import bulk
+
+
+def as_job(kind: str, count: int) -> bool:
+    """Whether this action over ``count`` runs is a bulk job rather than done inline."""
+    return kind in bulk.BULK_OPERATIONS and count > bulk.inline_max()
+
 
 #: How many targets the confirmation page lists by name.
 SHOWN_TARGETS = 50
@@ -101,14 +110,51 @@ class OperatorActionsMixin:
             form = form_for(kind, request.POST, workflow_types=types)
             if form.is_valid() and "dry_run" in request.POST:
                 previews = [preview(kind, self.target_of(o), form.cleaned_data) for o in objects]
+            elif form.is_valid() and as_job(kind, len(objects)):
+                return self.start_bulk_job(request, kind, objects, form.cleaned_data)
             elif form.is_valid():
                 self.run_operation(request, kind, objects, form.cleaned_data)
                 return None
         else:
             form = form_for(kind, workflow_types=types)
-        return self.render_operation(
+        response = self.render_operation(
             request, kind, objects, form, changelist_action=f"{kind}_selected", previews=previews
         )
+        if as_job(kind, len(objects)):
+            response.context_data["bulk_job"] = {  # type: ignore[index]
+                "threshold": bulk.inline_max(),
+                "batch_size": bulk.batch_size(),
+            }
+        return response
+
+    def start_bulk_job(
+        self, request: HttpRequest, kind: str, objects: list[Any], data: dict[str, Any]
+    ) -> HttpResponse:
+        """More runs than ``BULK_INLINE_MAX_RUNS``: a bulk job a Celery worker processes
+        in batches; the operator is sent to its progress page."""
+        targets = [self.target_of(o) for o in objects]
+        filters = request.GET.urlencode()
+        job = bulk.create_job(
+            kind,
+            ((t.instance_id, t.run_id) for t in targets),
+            reason=data["reason"],
+            operator=request.user.get_username(),
+            filter=filters or "(selected rows)",
+            options=data,
+        )
+        bulk.enqueue(job)
+        url = reverse("admin:durable_workflow_bulkjob_change", args=[job.pk])
+        messages.success(
+            request,
+            format_html(
+                '{}: {} runs, in batches of {}: <a href="{}">bulk job progress</a>.',
+                OPERATIONS[kind].label,
+                job.total,
+                job.batch_size,
+                url,
+            ),
+        )
+        return HttpResponseRedirect(url)
 
     def operate_view(self, request: HttpRequest, object_id: str, kind: str) -> HttpResponse:
         """One row's operation form (the buttons on its page)."""

@@ -289,7 +289,7 @@ def _query(target: Target, data: dict[str, Any]) -> Outcome:
     return Outcome(target, True, "answered", detail=text)
 
 
-def _update(target: Target, data: dict[str, Any], reason: str, request: HttpRequest) -> Outcome:
+def _update(target: Target, data: dict[str, Any], reason: str, operator: str) -> Outcome:
     """Submit the update; the outcome is the validator's verdict (accepted or why not)."""
     submitted = updates.submit_update(
         target.instance_id,
@@ -297,7 +297,7 @@ def _update(target: Target, data: dict[str, Any], reason: str, request: HttpRequ
         data["arguments"],
         run_id=target.run_id,
         source="admin",
-        metadata={"reason": reason, "operator": request.user.get_username()},
+        metadata={"reason": reason, "operator": operator},
     )
     accepted = submitted.record is not None and submitted.rejection_reason is None
     errors = submitted.metadata.get("validation_errors") if submitted.metadata else None
@@ -353,17 +353,39 @@ def _preview_archive(target: Target) -> Outcome:
 
 def perform(kind: str, target: Target, data: dict[str, Any], request: HttpRequest) -> Outcome:
     """Run one operator command; the result says what the engine decided."""
+    return perform_as(kind, target, data, operator=request.user.get_username())
+
+
+def perform_as(
+    kind: str,
+    target: Target,
+    data: dict[str, Any],
+    *,
+    operator: str,
+    request_id: str | None = None,
+) -> Outcome:
+    """``perform`` for ``operator`` outside a request (a bulk job). ``request_id`` makes
+    a cancel, terminate or archive idempotent: a second command with it is answered
+    from the first."""
     reason = data["reason"]
     try:
         if kind in ("cancel", "terminate"):
             command = control.request_cancel if kind == "cancel" else control.request_terminate
             result = command(
-                target.instance_id, run_id=target.run_id, reason=reason, source="admin"
+                target.instance_id,
+                run_id=target.run_id,
+                reason=reason,
+                source="admin",
+                request_id=request_id,
             )
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind == "archive":
             result = archiving.request_archive(
-                target.instance_id, run_id=target.run_id, reason=reason, source="admin"
+                target.instance_id,
+                run_id=target.run_id,
+                reason=reason,
+                source="admin",
+                request_id=request_id,
             )
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind in ("repair", "retry"):
@@ -375,7 +397,7 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
         elif kind == "query":
             outcome = _query(target, data)
         elif kind == "update":
-            outcome = _update(target, data, reason, request)
+            outcome = _update(target, data, reason, operator)
         elif kind == "signal":
             sent = intake.send_signal(
                 target.instance_id,
@@ -383,7 +405,7 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
                 data["arguments"],
                 run_id=target.run_id,
                 source="admin",
-                metadata={"reason": reason, "operator": request.user.get_username()},
+                metadata={"reason": reason, "operator": operator},
             )
             outcome = Outcome(target, sent.accepted, sent.outcome, sent.rejection_reason)
         else:
@@ -396,14 +418,14 @@ def perform(kind: str, target: Target, data: dict[str, Any], request: HttpReques
         "admin %s of %s by %s: %s",
         kind,
         target,
-        request.user.get_username(),
+        operator,
         outcome.outcome,
         extra={
             "instance_id": target.instance_id,
             "run_id": str(target.run_id) if target.run_id else None,
             "dw_instance_id": target.instance_id,
             "dw_run_id": str(target.run_id) if target.run_id else None,
-            "operator": request.user.get_username(),
+            "operator": operator,
             "operation": kind,
             "outcome": outcome.outcome,
         },

@@ -1,5 +1,6 @@
 """Schema only. Every read and write goes through ``durable_workflow.store``."""
 
+from durable_workflow.models.bulk import BulkItemState, BulkJob, BulkJobItem, BulkJobStatus
 from durable_workflow.models.choices import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -47,6 +48,10 @@ __all__ = [
     "ActivityExecution",
     "ActivityStatus",
     "AttemptStatus",
+    "BulkItemState",
+    "BulkJob",
+    "BulkJobItem",
+    "BulkJobStatus",
     "ChildCall",
     "ChildCallStatus",
     "CommandStatus",

@@ -1,0 +1,234 @@
+"""Bulk jobs: one operator action over a large selection of runs, in batches.
+
+``create_job`` records the job and one pending item per selected run in one
+transaction; ``enqueue`` hands it to the Celery task ``run_bulk_job`` after that
+transaction commits (the runs list does both; ``manage.py workflow_bulk`` may run
+it in its own process instead). ``process`` works batch by batch, each batch one
+transaction that locks the job row, acts on the batch's pending items (the same
+command as the single-run action, recorded per run) and marks them with their
+outcome, so that:
+
+* a worker that dies mid-batch leaves that batch's commands rolled back with its
+  items still pending, and a later ``process`` (Celery redelivers the message, or an
+  operator runs ``workflow_bulk --resume``) takes up exactly the pending items: no
+  run is acted on twice;
+* ``cancel`` marks the job cancelled; the batch in progress (holding the lock)
+  finishes and no other starts.
+
+Cancel, terminate and archive also carry a request id per item
+(``bulk:<job>:<item>``), so a repeated command is answered from the first.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from celery import shared_task
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+
+from durable_workflow import clock
+from durable_workflow.conf import get_settings
+from durable_workflow.logs import get_logger
+from durable_workflow.models import BulkItemState, BulkJob, BulkJobItem, BulkJobStatus
+
+logger = get_logger("durable_workflow")
+
+BULK_TASK = "durable_workflow.bulk_job"
+#: Operations a bulk job may carry out (signal, update and query stay per-run).
+BULK_OPERATIONS = ("cancel", "terminate", "repair", "retry", "reset", "archive")
+OPEN_STATUSES = (BulkJobStatus.QUEUED, BulkJobStatus.RUNNING)
+#: Items written per INSERT when a job is created.
+_CREATE_CHUNK = 1000
+
+Progress = Callable[[BulkJob], None]
+
+
+def _between_batches(job: BulkJob) -> None:
+    """Called after each committed batch: tests replace it to simulate a worker that
+    dies between batches."""
+
+
+def _within_batch(job: BulkJob, item: BulkJobItem) -> None:
+    """Called after each run's command, before its batch commits (the same, mid-batch)."""
+
+
+def batch_size() -> int:
+    return max(1, int(get_settings().BULK_BATCH_SIZE))
+
+
+def inline_max() -> int:
+    return max(0, int(get_settings().BULK_INLINE_MAX_RUNS))
+
+
+def create_job(
+    operation: str,
+    targets: Iterable[tuple[str, uuid.UUID | None]],
+    *,
+    reason: str,
+    operator: str,
+    filter: str = "",
+    options: dict[str, Any] | None = None,
+    size: int | None = None,
+) -> BulkJob:
+    """Record a queued job over ``targets`` (``(instance_id, run_id)`` pairs)."""
+    if operation not in BULK_OPERATIONS:
+        raise ValueError(f"not a bulk operation: {operation!r}")
+    options = json.loads(json.dumps(options or {}, cls=DjangoJSONEncoder))
+    options.pop("reason", None)
+    now = clock.now()
+    with transaction.atomic():
+        job = BulkJob.objects.create(
+            operation=operation,
+            reason=reason,
+            operator=operator[:150],
+            filter=filter[:4000],
+            options=options,
+            batch_size=max(1, size or batch_size()),
+            created_at=now,
+            updated_at=now,
+        )
+        total = 0
+        chunk: list[BulkJobItem] = []
+        for instance_id, run_id in targets:
+            chunk.append(BulkJobItem(job=job, instance_id=instance_id, run_id=run_id))
+            if len(chunk) >= _CREATE_CHUNK:
+                BulkJobItem.objects.bulk_create(chunk)
+                total += len(chunk)
+                chunk = []
+        BulkJobItem.objects.bulk_create(chunk)
+        total += len(chunk)
+        job.total = total
+        job.save(update_fields=["total"])
+    logger.info(
+        "bulk job %s: %s of %d runs by %s",
+        job.id,
+        operation,
+        total,
+        operator,
+        extra={"bulk_job_id": str(job.id), "operation": operation, "operator": operator},
+    )
+    return job
+
+
+def enqueue(job: BulkJob) -> None:
+    """Send the job to a Celery worker once the current transaction commits."""
+    job_id = str(job.id)
+    transaction.on_commit(lambda: send(job_id))
+
+
+def send(job_id: str) -> None:
+    """Publish the task message (the broker edge)."""
+    from durable_workflow.transport.celery import celery_app
+
+    celery_app().send_task(BULK_TASK, args=[job_id])
+
+
+def cancel(job_id: uuid.UUID | str) -> bool:
+    """Stop the job: no batch starts after this. False when it had already ended."""
+    now = clock.now()
+    changed = BulkJob.objects.filter(id=job_id, status__in=OPEN_STATUSES).update(
+        status=BulkJobStatus.CANCELLED, finished_at=now, updated_at=now
+    )
+    return bool(changed)
+
+
+def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> BulkJob:
+    """Work the job's pending items batch by batch until none are left, the job is
+    cancelled, or a batch raises (the job is then marked failed). Safe to call again
+    on a job a crashed worker left running: it resumes at the first pending item."""
+    from durable_workflow.admin.operations import Target, perform_as
+
+    while True:
+        with transaction.atomic():
+            job = BulkJob.objects.select_for_update().get(id=job_id)
+            if job.status not in OPEN_STATUSES:
+                return job
+            items = list(
+                BulkJobItem.objects.filter(job=job, state=BulkItemState.PENDING).order_by("id")[
+                    : job.batch_size
+                ]
+            )
+            now = clock.now()
+            if not items:
+                job.status = BulkJobStatus.DONE
+                job.finished_at = job.updated_at = now
+                job.started_at = job.started_at or now
+                job.save(update_fields=["status", "finished_at", "updated_at", "started_at"])
+                break
+            if job.status == BulkJobStatus.QUEUED:
+                job.status = BulkJobStatus.RUNNING
+                job.started_at = now
+            job.batches += 1
+            data = {**job.options, "reason": job.reason}
+            for item in items:
+                target = Target(item.instance_id, item.run_id)
+                try:
+                    with transaction.atomic():  # one run's failure leaves the batch usable
+                        outcome = perform_as(
+                            job.operation,
+                            target,
+                            data,
+                            operator=job.operator,
+                            request_id=f"bulk:{job.id}:{item.id}",
+                        )
+                except Exception as exc:
+                    item.state = BulkItemState.FAILED
+                    item.outcome = "error"
+                    item.detail = f"{type(exc).__name__}: {exc}"[:2000]
+                    job.failed += 1
+                else:
+                    item.outcome = outcome.outcome[:64]
+                    item.detail = (outcome.rejection_reason or outcome.detail or "")[:2000]
+                    if outcome.accepted:
+                        item.state = BulkItemState.DONE
+                        job.done += 1
+                    else:
+                        item.state = BulkItemState.SKIPPED
+                        job.skipped += 1
+                item.batch = job.batches
+                _within_batch(job, item)
+            BulkJobItem.objects.bulk_update(items, ["state", "outcome", "detail", "batch"])
+            job.updated_at = clock.now()
+            job.save()
+        if progress is not None:
+            progress(job)
+        _between_batches(job)
+    if progress is not None:
+        progress(job)
+    logger.info(
+        "bulk job %s %s: %d done, %d skipped, %d failed in %d batches",
+        job.id,
+        job.status,
+        job.done,
+        job.skipped,
+        job.failed,
+        job.batches,
+        extra={"bulk_job_id": str(job.id), "operation": job.operation},
+    )
+    return job
+
+
+def fail(job_id: uuid.UUID | str, error: str) -> None:
+    now = clock.now()
+    BulkJob.objects.filter(id=job_id, status__in=OPEN_STATUSES).update(
+        status=BulkJobStatus.FAILED, error=error[:4000], finished_at=now, updated_at=now
+    )
+
+
+@shared_task(name=BULK_TASK, acks_late=True, ignore_result=True, reject_on_worker_lost=True)
+def run_bulk_job(job_id: str) -> str:
+    """The Celery side: process the job; a worker lost mid-job gets the message again
+    (``acks_late``) and resumes it."""
+    try:
+        job = process(job_id)
+    except BulkJob.DoesNotExist:
+        return "missing"
+    except Exception as exc:
+        logger.exception("bulk job %s failed", job_id, extra={"bulk_job_id": job_id})
+        fail(job_id, f"{type(exc).__name__}: {exc}")
+        raise
+    return str(job.status)

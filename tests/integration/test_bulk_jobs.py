@@ -208,3 +208,51 @@ def test_progress_and_cancel_are_permission_checked(client, open_runs):
     assert client.post(cancel).status_code == 302
     assert BulkJob.objects.get().status == "cancelled"
     assert bulk.process(job.pk).done == 0
+
+
+def test_the_command_runs_a_job_with_progress_and_a_dry_run(inline):
+    import io
+
+    from django.core.management import call_command
+
+    for n in range(25):
+        start("tests.approval", f"cli-{n:02d}", "signal")
+    out = io.StringIO()
+    call_command(
+        "workflow_bulk",
+        "cancel",
+        "--instance-prefix",
+        "cli-",
+        "--reason",
+        "r",
+        "--dry-run",
+        stdout=out,
+    )
+    assert "dry run (instance-prefix=cli-): 25 would_cancel; nothing was changed" in out.getvalue()
+    assert not BulkJob.objects.exists()
+    out = io.StringIO()
+    call_command(
+        "workflow_bulk",
+        "cancel",
+        "--instance-prefix",
+        "cli-",
+        "--reason",
+        "r",
+        "--batch-size",
+        "10",
+        "--operator",
+        "ops-bot",
+        stdout=out,
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[1:4] == [
+        "batch 1: 10/25 (10 done, 0 skipped, 0 failed) running",
+        "batch 2: 20/25 (20 done, 0 skipped, 0 failed) running",
+        "batch 3: 25/25 (25 done, 0 skipped, 0 failed) running",
+    ]
+    assert lines[-1].endswith(": done")
+    assert sum(_commands("cancel").values()) == 25
+    job = BulkJob.objects.get()
+    out = io.StringIO()
+    call_command("workflow_bulk", "--resume", str(job.pk), stdout=out)
+    assert sum(_commands("cancel").values()) == 25  # nothing left to do

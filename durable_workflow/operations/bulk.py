@@ -28,12 +28,12 @@ from typing import Any
 
 from celery import shared_task
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
 from durable_workflow.logs import get_logger
 from durable_workflow.models import BulkItemState, BulkJob, BulkJobItem, BulkJobStatus
+from durable_workflow.store import database
 
 logger = get_logger("durable_workflow")
 
@@ -80,7 +80,7 @@ def create_job(
     options = json.loads(json.dumps(options or {}, cls=DjangoJSONEncoder))
     options.pop("reason", None)
     now = clock.now()
-    with transaction.atomic():
+    with database.atomic():
         job = BulkJob.objects.create(
             operation=operation,
             reason=reason,
@@ -117,7 +117,7 @@ def create_job(
 def enqueue(job: BulkJob) -> None:
     """Send the job to a Celery worker once the current transaction commits."""
     job_id = str(job.id)
-    transaction.on_commit(lambda: send(job_id))
+    database.on_commit(lambda: send(job_id))
 
 
 def send(job_id: str) -> None:
@@ -143,7 +143,7 @@ def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> Bul
     from durable_workflow.admin.operations import Target, perform_as
 
     while True:
-        with transaction.atomic():
+        with database.atomic():
             job = BulkJob.objects.select_for_update().get(id=job_id)
             if job.status not in OPEN_STATUSES:
                 return job
@@ -167,7 +167,7 @@ def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> Bul
             for item in items:
                 target = Target(item.instance_id, item.run_id)
                 try:
-                    with transaction.atomic():  # one run's failure leaves the batch usable
+                    with database.atomic():  # one run's failure leaves the batch usable
                         outcome = perform_as(
                             job.operation,
                             target,

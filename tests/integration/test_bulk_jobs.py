@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from django.urls import reverse
 
@@ -142,7 +143,13 @@ def _page(response) -> str:
     return htmllib.unescape(response.content.decode())
 
 
-@override_settings(DURABLE_WORKFLOW={"BULK_INLINE_MAX_RUNS": 100, "BULK_BATCH_SIZE": BATCH})
+@override_settings(
+    DURABLE_WORKFLOW={
+        **settings.DURABLE_WORKFLOW,
+        "BULK_INLINE_MAX_RUNS": 100,
+        "BULK_BATCH_SIZE": BATCH,
+    }
+)
 def test_the_runs_list_starts_a_job_and_shows_its_progress(
     client, open_runs, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -177,7 +184,7 @@ def test_the_runs_list_starts_a_job_and_shows_its_progress(
     assert re.search(r'class="dw-state-done">done</td><td>terminated', page)
 
 
-@override_settings(DURABLE_WORKFLOW={"BULK_INLINE_MAX_RUNS": 300})
+@override_settings(DURABLE_WORKFLOW={**settings.DURABLE_WORKFLOW, "BULK_INLINE_MAX_RUNS": 300})
 def test_a_selection_under_the_threshold_stays_inline(client, open_runs):
     login(client, "op", *TERMINATE)
     data = {

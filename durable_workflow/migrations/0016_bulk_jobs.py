@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('durable_workflow', '0014_run_reset_lineage'),
+        ('durable_workflow', '0015_work_queues'),
     ]
 
     operations = [

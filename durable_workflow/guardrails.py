@@ -22,8 +22,6 @@ import ast
 import dataclasses
 import functools
 import inspect
-import sys
-import textwrap
 from collections.abc import Iterator
 
 from durable_workflow.exceptions import NonDeterministicCallError
@@ -117,21 +115,15 @@ def scan(cls: type) -> list[Finding]:
 
 def _scan_class(klass: type, key: str) -> list[Finding]:
     try:
-        source = textwrap.dedent(inspect.getsource(klass))
-        filename = inspect.getsourcefile(klass) or "<unknown>"
-        _, first = inspect.getsourcelines(klass)
-    except (OSError, TypeError):
+        filename = inspect.getsourcefile(klass)
+    except TypeError:
+        filename = None
+    node = _class_nodes(filename).get(klass.__qualname__)
+    if filename is None or node is None:
         return []  # defined in a shell or generated: nothing to read
-    tree = ast.parse(source)
-    module = sys.modules.get(klass.__module__)
-    names = _imported_names(inspect.getsourcefile(module) if module else None)
-    state = _module_state(inspect.getsourcefile(module) if module else None)
-    visitor = _Visitor(names, state)
-    visitor.visit(tree)
-    return [
-        Finding(key, filename, first + line - 1, what, advice)
-        for line, what, advice in visitor.found
-    ]
+    visitor = _Visitor(_imported_names(filename), _module_state(filename))
+    visitor.visit(node)
+    return [Finding(key, filename, line, what, advice) for line, what, advice in visitor.found]
 
 
 @functools.cache
@@ -145,6 +137,37 @@ def _module_tree(path: str | None) -> ast.Module | None:
         return None
 
 
+@functools.cache
+def _class_nodes(path: str | None) -> dict[str, ast.ClassDef]:
+    """Qualified name -> the first class statement of that name in the module.
+
+    One parse per module, where ``inspect.getsource`` re-reads and re-parses the
+    module for every class (seconds for a module that defines hundreds).
+    """
+    found: dict[str, ast.ClassDef] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(prefix + node.name, node)
+                walk(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                walk(node.body, f"{prefix}{node.name}.<locals>.")
+            else:  # if/for/while/with/try blocks keep the enclosing prefix
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        walk([n for n in inner if isinstance(n, ast.stmt)], prefix)
+                for handler in getattr(node, "handlers", None) or ():
+                    walk(handler.body, prefix)
+
+    tree = _module_tree(path)
+    if tree is not None:
+        walk(tree.body, "")
+    return found
+
+
+@functools.cache
 def _imported_names(path: str | None) -> dict[str, str]:
     """Local name -> full dotted name, from the module's imports."""
     tree = _module_tree(path)
@@ -163,6 +186,7 @@ def _imported_names(path: str | None) -> dict[str, str]:
     return names
 
 
+@functools.cache
 def _module_state(path: str | None) -> frozenset[str]:
     """Names the module binds at top level to something mutable (not a constant)."""
     tree = _module_tree(path)

@@ -49,7 +49,9 @@ def runs_url(**params: Any) -> str:
 
 def _param(value: Any) -> str:
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S+00:00")
+        # Microseconds kept: a bound cut to the second would leave out of the list the
+        # runs closed in that second, which the count beside the link includes.
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
     return str(value)
 
 

@@ -6,6 +6,7 @@ import os
 import socket
 
 import pytest
+from celery.contrib.testing.worker import test_worker_stopped
 from hypothesis import settings as hypothesis_settings
 
 from durable_workflow import clock
@@ -62,6 +63,18 @@ def _forget_worker_lookups():
     routing.forget()
     yield
     routing.forget()
+
+
+def _in_process_worker_stopped(**kwargs):
+    """Celery's in-process test worker (``celery.contrib.testing``) stops without sending
+    ``worker_shutdown``; do what that signal does, so the process leaves worker mode and
+    later tests run async activities inline again."""
+    from durable_workflow.executor import async_attempts
+
+    async_attempts.shutdown()
+
+
+test_worker_stopped.connect(_in_process_worker_stopped, weak=False)
 
 
 @pytest.fixture

@@ -355,6 +355,9 @@ def shutdown(*, timeout: float = SHUTDOWN_SECONDS) -> int:
     from durable_workflow.executor.activity_task import held
 
     _state.closing = True
+    # The process stops being a worker: an async attempt it runs later (the testing kit,
+    # eager mode, an in-process worker started and stopped) runs inline again.
+    _state.worker = False
     running_loop = loop.running()
     with _state.lock:
         flights = list(_state.flights.values())

@@ -20,6 +20,7 @@ from durable_workflow import (
     activity_completion,
 )
 from durable_workflow.models import Task
+from durable_workflow.store import database
 from durable_workflow.visibility import alist_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -184,7 +185,8 @@ def test_a_start_inside_an_open_transaction_is_sent_only_when_it_commits(inline)
         await stub.astart(1)
         return stub
 
-    with transaction.atomic():
+    # The transaction on the engine's alias (what a routed project wraps its start in).
+    with transaction.atomic(using=database.alias()):
         stub = run(start_it)
         assert stub.status() == "pending"
         assert Task.objects.filter(run_id=stub.run_id()).exists()
@@ -197,7 +199,7 @@ def test_a_start_rolled_back_with_its_transaction_is_never_sent(inline):
         stub = await WorkflowStub.amake("tests.async-tally", "rollback-1")
         await stub.astart(1)
 
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError), transaction.atomic(using=database.alias()):
         run(start_it)
         raise RuntimeError("roll back")
     assert sum(inline.sent.values()) == 0

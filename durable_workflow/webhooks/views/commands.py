@@ -68,7 +68,8 @@ class SignalView(WebhookView):
 
 
 class CloseView(WebhookView):
-    """``POST .../cancel`` and ``POST .../terminate`` with an optional ``{"reason": ...}``."""
+    """``POST .../cancel``, ``.../terminate`` and ``.../archive`` with an optional
+    ``{"reason": ...}``."""
 
     kind: ClassVar[str] = "cancel"
 
@@ -80,7 +81,11 @@ class CloseView(WebhookView):
         data = self.body()
         validation.refuse_unknown(data, {"reason"})
         reason = validation.reason(data, self.config)
-        command = control.request_cancel if self.kind == "cancel" else control.request_terminate
+        command = {
+            "cancel": control.request_cancel,
+            "terminate": control.request_terminate,
+            "archive": archiving.request_archive,
+        }[self.kind]
         outcome = command(
             instance.instance_id,
             run_id=selected.id if selected else None,
@@ -100,27 +105,11 @@ class TerminateView(CloseView):
     kind = "terminate"
 
 
-class ArchiveView(WebhookView):
-    """``POST .../archive`` with an optional ``{"reason": ...}``: archive the instance's
-    closed runs, or the one closed run the route names (409 while it is open)."""
+class ArchiveView(CloseView):
+    """``POST .../archive``: archive the instance's closed runs, or the one closed run the
+    route names (409 while it is open)."""
 
-    def post(
-        self, request: HttpRequest, instance_id: str, run_id: str | None = None
-    ) -> HttpResponse:
-        instance = self.exposed_instance(instance_id)
-        selected = self.selected_run(instance, run_id)
-        data = self.body()
-        validation.refuse_unknown(data, {"reason"})
-        reason = validation.reason(data, self.config)
-        outcome = archiving.request_archive(
-            instance.instance_id,
-            run_id=selected.id if selected else None,
-            reason=reason,
-            source=responses.COMMAND_SOURCE,
-            request_id=self.request_id(),
-        )
-        self.ingress([outcome.command_id], data)
-        return command_response(instance, selected, outcome, reason=reason)
+    kind = "archive"
 
 
 class _Rejected:

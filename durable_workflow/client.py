@@ -19,7 +19,7 @@ from typing import Any, Generic, overload
 from durable_workflow import clock, interceptors, registry
 from durable_workflow.authoring.protocols import Handles, P, R
 from durable_workflow.client_async import call, pause, twin
-from durable_workflow.client_messages import StubMessages
+from durable_workflow.client_messages import StubMessages, plain, workflow_class_or_none
 from durable_workflow.client_results import (
     closed_error,
     command_result,
@@ -160,7 +160,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
             options, args = args[0], args[1:]
         elif options is None and args and isinstance(args[-1], StartOptions):
             options, args = args[-1], args[:-1]
-        workflow_cls = _class_or_none(self._workflow_type)
+        workflow_cls = workflow_class_or_none(self._workflow_type)
         values = handle_signature(workflow_cls).bind(args, kwargs, f"start({self._workflow_type})")
         options = options or StartOptions()
         return interceptors.call(
@@ -313,22 +313,13 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
 
         ``request_id``: sent again with the same id, nothing is started or signalled
         again; the first outcome (its start and signal) comes back."""
-        workflow_cls = _class_or_none(self._workflow_type)
         options = options or StartOptions()
 
         def send(input: SignalWithStartInput) -> SignalWithStartResult:
-            codec = get_settings().PAYLOAD_CODEC
             outcome = intake.signal_with_start(
-                instance_id=self._instance_id,
-                workflow_type=self._workflow_type,
-                workflow_class=class_path(workflow_cls) if workflow_cls else "",
                 signal_name=input.name,
-                signal_arguments=payloads.plain_arguments(input.signal_args, codec),
-                start_arguments=payloads.plain_arguments(input.start_args, codec),
-                options=dataclasses.replace(input.options, headers=input.headers),
-                queue=getattr(workflow_cls, "queue", None),
-                connection=getattr(workflow_cls, "connection", None),
-                request_id=input.request_id,
+                signal_arguments=plain(input.signal_args),
+                **self._with_start_fields(input),
             )
             self.refresh()
             start = outcome.start
@@ -400,7 +391,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         workflow's ``handle()`` declares (or as ``result_type=``)."""
         if self._run is None or self._run.output is None:
             return None
-        hint = result_type or handle_signature(_class_or_none(self._workflow_type)).result
+        hint = result_type or handle_signature(workflow_class_or_none(self._workflow_type)).result
         value: R = payloads.decode_value(
             self._run.output,
             hint,
@@ -532,10 +523,3 @@ def _type_key(workflow: type | str) -> str:
     if not isinstance(workflow, type) or not key:
         raise TypeError(f"expected a Workflow subclass or a type key, not {workflow!r}")
     return str(key)
-
-
-def _class_or_none(type_key: str) -> type | None:
-    try:
-        return registry.workflow_class(type_key)
-    except LookupError:
-        return None

@@ -68,6 +68,22 @@ class StubMessages:
     def _codec(self) -> str:
         return self._run.payload_codec if self._run else get_settings().PAYLOAD_CODEC
 
+    def _with_start_fields(
+        self, input: interceptors.SignalWithStartInput | interceptors.UpdateWithStartInput
+    ) -> dict[str, Any]:
+        """What signal-with-start and update-with-start both record of the start."""
+        workflow_cls = workflow_class_or_none(self._workflow_type)
+        return {
+            "instance_id": self._instance_id,
+            "workflow_type": self._workflow_type,
+            "workflow_class": class_path(workflow_cls) if workflow_cls else "",
+            "start_arguments": plain(input.start_args),
+            "options": dataclasses.replace(input.options, headers=input.headers),
+            "queue": getattr(workflow_cls, "queue", None),
+            "connection": getattr(workflow_cls, "connection", None),
+            "request_id": input.request_id,
+        }
+
     def _plain(self, arguments: Arguments) -> Any:
         return payloads.plain_arguments(arguments, self._codec())
 
@@ -291,22 +307,13 @@ class StubMessages:
         no update is submitted. ``request_id``: sent again with the same id, nothing is
         started or submitted again; the first outcome comes back.
         """
-        workflow_cls = _workflow_class(self._workflow_type)
         options = options or StartOptions.return_existing_active()
 
         def submit(input: interceptors.UpdateWithStartInput) -> UpdateWithStartResult:
-            codec = get_settings().PAYLOAD_CODEC
             outcome = updates.update_with_start(
-                instance_id=self._instance_id,
-                workflow_type=self._workflow_type,
-                workflow_class=class_path(workflow_cls) if workflow_cls else "",
                 update_name=input.name,
-                update_arguments=payloads.plain_arguments(input.update_args, codec),
-                start_arguments=payloads.plain_arguments(input.start_args, codec),
-                options=dataclasses.replace(input.options, headers=input.headers),
-                queue=getattr(workflow_cls, "queue", None),
-                connection=getattr(workflow_cls, "connection", None),
-                request_id=input.request_id,
+                update_arguments=plain(input.update_args),
+                **self._with_start_fields(input),
             )
             self._run = runs.current_run(self._instance_id)
             update = outcome.update
@@ -444,8 +451,13 @@ def _update_hint(workflow_type: str, name: str) -> Any:
     return signature_of(method.fn).result if method is not None else None
 
 
-def _workflow_class(type_key: str) -> type | None:
+def workflow_class_or_none(type_key: str) -> type | None:
     try:
         return registry.workflow_class(type_key)
     except LookupError:
         return None
+
+
+def plain(arguments: Any) -> Any:
+    """Arguments as stored by a start (the configured payload codec)."""
+    return payloads.plain_arguments(arguments, get_settings().PAYLOAD_CODEC)

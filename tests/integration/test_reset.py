@@ -45,8 +45,9 @@ def _finish(inline: Any, stub: WorkflowStub, mode: str) -> None:
 
 
 def _run_ending(inline: Any, status: str, instance_id: str) -> tuple[WorkflowStub, str]:
-    """A run of ``tests.rewind`` that ended ``status`` (``parked``: open, task failed)."""
-    mode = "wait" if status in ("cancelled", "terminated") else "plain"
+    """A run of ``tests.rewind`` that ended ``status`` (``parked``: open, task failed;
+    ``waiting``: open, waiting on its ``note`` signal)."""
+    mode = "wait" if status in ("cancelled", "terminated", "waiting") else "plain"
     if status == "failed":
         rewind.FIX["charge"] = False
     if status == "parked":
@@ -62,31 +63,35 @@ def _run_ending(inline: Any, status: str, instance_id: str) -> tuple[WorkflowStu
         _finish(inline, stub, mode)
     rewind.FIX.update(charge=True, body=True)  # the fix is deployed
     stub.refresh()
-    expected = "running" if status == "parked" else status
-    assert (
-        (stub.running() and stub.describe().task_failure)
-        if expected == "running"
-        else (stub.status() == status)
-    )
+    if status == "parked":
+        assert stub.running() and stub.describe().task_failure
+    else:
+        assert stub.status() == status
     return stub, mode
 
 
 def _event_point(stub: WorkflowStub) -> int:
-    """The second activity's ``ActivityScheduled``: written by a workflow task."""
+    """The last ``ActivityScheduled`` (the charge's; a waiting run's only one): written
+    by a workflow task, so the cut backs off to where that task began."""
     scheduled = [e.sequence for e in stub.history() if e.event_type == "ActivityScheduled"]
     return scheduled[-1]
 
 
+# Every point kind for every status it applies to. ``first_failure`` of a run with no
+# failure is refused (``no_failure``: ``test_first_failure_of_a_run_without_one``);
+# ``last_workflow_task`` of a failed run keeps the activity's failure, so it fails
+# again (``test_what_each_point_keeps``).
 POINTS = {
     "completed": ["start", "last_workflow_task", "event"],
-    # (``last_workflow_task`` of a failed run keeps the activity's failure: it fails
-    # again, see ``test_what_each_point_keeps``.)
     "failed": ["start", "first_failure", "event"],
-    "parked": ["start", "first_failure", "last_workflow_task"],
-    "cancelled": ["start", "last_workflow_task"],
-    "terminated": ["start", "last_workflow_task"],
+    "parked": ["start", "first_failure", "last_workflow_task", "event"],
+    "cancelled": ["start", "last_workflow_task", "event"],
+    "terminated": ["start", "last_workflow_task", "event"],
+    "waiting": ["start", "last_workflow_task", "event"],
 }
 CASES = [(status, point) for status, points in POINTS.items() for point in points]
+#: Statuses whose old run a reset finds open, and terminates.
+OPEN = ("parked", "waiting")
 
 
 @pytest.mark.parametrize(("status", "point"), CASES)
@@ -111,11 +116,11 @@ def test_reset_every_status_to_every_point(inline, status, point):
     assert str(old_row.reset_to_run_id) == result.run_id
     assert old_row.reset_point == new_row.reset_point == result.reset_point
     assert result.reset_point["reason"] == f"rewind {status}"
-    assert old_row.status == ("terminated" if status == "parked" else status)
-    assert result.terminated_old_run is (status == "parked")
-    if status == "parked":
+    assert old_row.status == ("terminated" if status in OPEN else status)
+    assert result.terminated_old_run is (status in OPEN)
+    if status in OPEN:
         assert events_of(WorkflowStub.load_run(old_id), "WorkflowTerminated")[0]["reason"] == (
-            "reset: rewind parked"
+            f"reset: rewind {status}"
         )
     else:
         assert len(WorkflowStub.load_run(old_id).history()) == old_events
@@ -126,6 +131,15 @@ def test_reset_every_status_to_every_point(inline, status, point):
     fresh = start("tests.rewind", f"rw-fresh-{status}-{point}", 1, mode)
     _finish(inline, fresh, mode)
     assert fresh.output() == stub.output()
+    # Kept prefix and re-run rest together: the same history a fresh run writes.
+    assert event_types(stub) == event_types(fresh)
+
+
+@pytest.mark.parametrize("status", ["completed", "cancelled", "terminated", "waiting"])
+def test_first_failure_of_a_run_without_one(inline, status):
+    stub, _ = _run_ending(inline, status, f"rw-nofail-{status}")
+    assert _refusal(lambda: stub.reset("first_failure")) == "no_failure"
+    assert WorkflowRun.objects.filter(instance_id=f"rw-nofail-{status}").count() == 1
 
 
 def test_what_each_point_keeps(inline):

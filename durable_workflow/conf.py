@@ -47,6 +47,10 @@ class Settings:
     BULK_INLINE_MAX_RUNS: int = 100
     #: Runs a bulk job acts on per batch (one transaction each).
     BULK_BATCH_SIZE: int = 100
+    #: An open bulk job whose progress has not moved for this long is presumed lost
+    #: (its worker died, or its task message was lost): the doctor reports it and the
+    #: repair pass sends its message again.
+    BULK_STALLED_AFTER_SECONDS: int = 300
     #: Tasks inspected per repair pass.
     REPAIR_SCAN_LIMIT: int = 500
     #: How often the Celery beat entry runs the repair pass.

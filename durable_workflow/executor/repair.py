@@ -30,6 +30,8 @@ class RepairReport:
     reclaimed: int
     redispatched: int
     timed_out: int = 0
+    #: Stalled bulk jobs whose message was sent again (``operations.bulk``).
+    bulk_jobs_resent: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -61,16 +63,30 @@ def _repair_pass(now: dt.datetime | None) -> RepairReport:
     sent = _resend(_lost(due, now=now, in_backlog=settings.REDISPATCH_MAX_BACKOFF_SECONDS))
     tasks.mark_dispatched(sent, now=now)
     woken = queue_gate.wake_all()  # slots freed by reclaims, timeouts, lost wake-ups
-    if reclaimed or sent or timed_out or woken:
+    bulk_jobs = _resend_stalled_bulk_jobs(now)
+    if reclaimed or sent or timed_out or woken or bulk_jobs:
         logger.info(
             "repair pass: %s timeouts enforced, %s leases reclaimed, %s tasks re-sent, "
-            "%s sent for free queue slots",
+            "%s sent for free queue slots, %s stalled bulk jobs re-sent",
             timed_out,
             reclaimed,
             len(sent),
             woken,
+            bulk_jobs,
         )
-    return RepairReport(reclaimed=reclaimed, redispatched=len(sent) + woken, timed_out=timed_out)
+    return RepairReport(
+        reclaimed=reclaimed,
+        redispatched=len(sent) + woken,
+        timed_out=timed_out,
+        bulk_jobs_resent=bulk_jobs,
+    )
+
+
+def _resend_stalled_bulk_jobs(now: dt.datetime) -> int:
+    """A bulk job is a Celery message too: one whose worker died is sent again."""
+    from durable_workflow.operations import bulk  # the admin's operations, imported late
+
+    return len(bulk.resend_stalled(now=now))
 
 
 def _lost(

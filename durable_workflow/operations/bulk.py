@@ -13,7 +13,13 @@ outcome, so that:
   operator runs ``workflow_bulk --resume``) takes up exactly the pending items: no
   run is acted on twice;
 * ``cancel`` marks the job cancelled; the batch in progress (holding the lock)
-  finishes and no other starts.
+  finishes and no other starts;
+* a job whose worker died and whose message is not coming back (a Redis broker
+  redelivers an unacknowledged message only after its visibility timeout, an hour by
+  default) is *stalled*: open, its progress unmoved for ``BULK_STALLED_AFTER_SECONDS``.
+  The doctor reports it and the repair pass sends its message again
+  (``resend_stalled``). Sending it to a job that is in fact alive only makes a second
+  ``process`` that waits for the job lock and finds fewer pending items.
 
 Cancel, terminate and archive also carry a request id per item
 (``bulk:<job>:<item>``), so a repeated command is answered from the first.
@@ -21,6 +27,7 @@ Cancel, terminate and archive also carry a request id per item
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from collections.abc import Callable, Iterable
@@ -28,6 +35,7 @@ from typing import Any
 
 from celery import shared_task
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import QuerySet
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
@@ -210,6 +218,48 @@ def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> Bul
         extra={"bulk_job_id": str(job.id), "operation": job.operation},
     )
     return job
+
+
+def stalled_after() -> float:
+    return max(1.0, float(get_settings().BULK_STALLED_AFTER_SECONDS))
+
+
+def stalled(*, now: dt.datetime | None = None) -> QuerySet[BulkJob]:
+    """Open jobs whose progress has not moved for ``BULK_STALLED_AFTER_SECONDS``: their
+    worker died or their message was lost (a batch writes ``updated_at``)."""
+    since = (now or clock.now()) - dt.timedelta(seconds=stalled_after())
+    return BulkJob.objects.filter(status__in=OPEN_STATUSES, updated_at__lte=since)
+
+
+def resend_stalled(*, now: dt.datetime | None = None, limit: int = 100) -> list[str]:
+    """Send the message of each stalled job again (the repair pass); the ids sent.
+
+    A job is claimed by moving its ``updated_at`` to ``now`` only if no one moved it
+    meanwhile, so two repair passes send it once; it is sent again only after
+    another ``BULK_STALLED_AFTER_SECONDS`` without progress."""
+    now = now or clock.now()
+    sent = []
+    rows = stalled(now=now).order_by("updated_at").values_list("id", "updated_at")
+    for job_id, updated_at in rows[:limit]:
+        claimed = BulkJob.objects.filter(
+            id=job_id, status__in=OPEN_STATUSES, updated_at=updated_at
+        ).update(updated_at=now)
+        if not claimed:
+            continue
+        try:
+            send(str(job_id))
+        except Exception:
+            # Not sent: leave it stalled for the next pass.
+            BulkJob.objects.filter(id=job_id, updated_at=now).update(updated_at=updated_at)
+            raise
+        logger.warning(
+            "bulk job %s made no progress since %s: its task message was sent again",
+            job_id,
+            updated_at.isoformat(),
+            extra={"bulk_job_id": str(job_id)},
+        )
+        sent.append(str(job_id))
+    return sent
 
 
 def fail(job_id: uuid.UUID | str, error: str) -> None:

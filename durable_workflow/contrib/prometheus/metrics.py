@@ -80,6 +80,7 @@ REPAIR_PASSES = Counter(
 )
 REPAIR_TASKS = Counter(
     "durable_workflow_repair_tasks_total",
-    "What repair passes did: leases reclaimed, messages re-sent, timeouts enforced.",
+    "What repair passes did: leases reclaimed, messages re-sent, timeouts enforced, "
+    "stalled bulk jobs re-sent.",
     ["action"],
 )

@@ -76,10 +76,13 @@ class Command(BaseCommand):
             if options["json"]:
                 self.stdout.write(json.dumps(report.as_dict()))
             else:
-                self.stdout.write(
+                line = (
                     f"reclaimed {report.reclaimed} expired leases, "
                     f"re-sent {report.redispatched} tasks"
                 )
+                if report.bulk_jobs_resent:
+                    line += f", re-sent {report.bulk_jobs_resent} stalled bulk job(s)"
+                self.stdout.write(line)
             self.stdout.flush()
 
         if not options["loop"]:

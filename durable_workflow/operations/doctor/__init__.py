@@ -12,6 +12,7 @@ from typing import Any
 
 from durable_workflow import clock
 from durable_workflow.operations.doctor import (
+    bulk_jobs,
     compatibility,
     configuration,
     infrastructure,
@@ -58,6 +59,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (work.check_history_budget, ("database", "migrations")),
     (compatibility.check_worker_compatibility, ("database", "migrations")),
     (queue_limits.check_queue_limits, ("settings", "database", "migrations")),
+    (bulk_jobs.check_bulk_jobs, ("database", "migrations")),
 ]
 
 #: Checks that need no broker round trip (the health view runs these).
@@ -107,6 +109,7 @@ TITLES = {
     "history_budget": "Histories stay within budget",
     "guardrails": "Workflow code replays deterministically",
     "worker_compatibility": compatibility.TITLE,
+    "bulk_jobs": bulk_jobs.TITLE,
 }
 
 

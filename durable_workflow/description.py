@@ -54,12 +54,18 @@ class ActivityWait:
     kind: str = "activity"
     #: The limited work queue whose capacity its next attempt waits for, if any.
     waiting_for_queue: str | None = None
+    #: Which of that queue's limits holds it: ``concurrency``, ``rate`` or
+    #: ``worker_concurrency`` (``None`` when it does not wait for a queue).
+    waiting_reason: str | None = None
 
     @property
     def summary(self) -> str:
-        """One line for people: ``waiting for capacity on queue "stripe"`` when it waits."""
+        """One line for people: ``waiting for capacity on queue "stripe"`` when it waits
+        (with ``(rate limit)`` or ``(per-worker limit)`` when that is what holds it)."""
         if self.waiting_for_queue is not None:
-            return f'waiting for capacity on queue "{self.waiting_for_queue}"'
+            from durable_workflow.queue_limits import waiting_words
+
+            return waiting_words(self.waiting_for_queue, self.waiting_reason)
         return f"activity {self.activity_type} attempt {max(self.attempt, 1)} ({self.status})"
 
 

@@ -12,6 +12,24 @@ from durable_workflow.headers import check_headers
 
 DEFAULT_BACKOFF = (1, 2, 5, 10, 15, 30, 60, 120)
 
+#: Priorities order the waiting work of one queue: lower runs first (as in DBOS and
+#: Temporal), FIFO within a priority; the default sits in the middle so work can be
+#: made more urgent or less.
+PRIORITY_MIN, PRIORITY_MAX, DEFAULT_PRIORITY = 0, 9, 5
+
+
+def check_priority(value: object, *, field: str = "priority") -> int | None:
+    """A priority is caller input: ``None`` (the default) or an integer 0..9."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"{field} must be an integer, got {value!r}")
+    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
+        raise ConfigurationError(
+            f"{field} must be between {PRIORITY_MIN} (first) and {PRIORITY_MAX} (last), got {value}"
+        )
+    return value
+
 
 class DuplicateStartPolicy(StrEnum):
     REJECT_DUPLICATE = "reject_duplicate"
@@ -53,9 +71,13 @@ class ActivityOptions:
     schedule_to_close_timeout: int | None = None
     heartbeat_timeout: int | None = None
     non_retryable_error_types: list[str] = field(default_factory=list)
+    #: Orders this activity's attempts among the waiting work of a limited queue
+    #: (0 first, 9 last; ``None``: the class's ``priority``, else 5).
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         _positive_or_none("max_attempts", self.max_attempts, minimum=0)
+        check_priority(self.priority, field="ActivityOptions.priority")
         for name in (
             "start_to_close_timeout",
             "schedule_to_start_timeout",

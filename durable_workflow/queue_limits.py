@@ -1,35 +1,103 @@
-"""Named work queues with fleet-wide limits, as declared in ``DURABLE_WORKFLOW["QUEUES"]``.
+"""Named work queues with limits, as declared in ``DURABLE_WORKFLOW["QUEUES"]``.
 
 A queue here is the routing ``queue`` an activity already has (its class attribute or
 ``ActivityOptions(queue=...)``); declaring it gives that queue limits the database
 enforces when an attempt is leased, so they hold across every worker and machine::
 
-    DURABLE_WORKFLOW = {"QUEUES": {"stripe": {"concurrency": 20}}}
+    DURABLE_WORKFLOW = {
+        "QUEUES": {
+            "stripe": {"concurrency": 20, "rate": "50/s", "worker_concurrency": 4},
+        }
+    }
+
+``concurrency``: attempts leased at once, fleet-wide. ``rate``: attempt starts per
+period, fleet-wide (``"N/s"``, ``"N/m"``, ``"N/h"``, or ``"N/Ks"`` for a period of K
+seconds, minutes or hours). ``worker_concurrency``: attempts leased at once by one
+worker node (a Celery ``-n`` node name, all its pool processes together).
 
 Pure values, no database: the gate that enforces them is
-:mod:`durable_workflow.executor.queue_gate`.
+:mod:`durable_workflow.executor.queue_gate`. This module is the one place the setting
+is read and checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from durable_workflow.exceptions import ConfigurationError
 
-_KEYS = {"concurrency"}
+_KEYS = {"concurrency", "rate", "worker_concurrency"}
+_RATE = re.compile(r"(?P<limit>[0-9]{1,9})/(?P<count>[0-9]{0,6})(?P<unit>[smh])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: A window longer than a day is a quota, not a rate: refused rather than half-served.
+MAX_PERIOD_SECONDS = 86_400
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    """At most ``limit`` attempt starts in any ``period`` seconds (a sliding window)."""
+
+    limit: int
+    period: float
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclasses.dataclass(frozen=True)
 class QueueLimit:
-    """Limits of one named queue. ``concurrency``: attempts leased at once, fleet-wide."""
+    """Limits of one named queue (``None``: that limit is off)."""
 
     name: str
     concurrency: int | None = None
+    rate: Rate | None = None
+    worker_concurrency: int | None = None
 
     @property
     def limited(self) -> bool:
-        return self.concurrency is not None
+        return (
+            self.concurrency is not None
+            or self.rate is not None
+            or self.worker_concurrency is not None
+        )
+
+    def describe(self) -> str:
+        """``concurrency 20, rate 50/s, worker_concurrency 4`` (the limits that are on)."""
+        parts = []
+        if self.concurrency is not None:
+            parts.append(f"concurrency {self.concurrency}")
+        if self.rate is not None:
+            parts.append(f"rate {self.rate}")
+        if self.worker_concurrency is not None:
+            parts.append(f"worker_concurrency {self.worker_concurrency}")
+        return ", ".join(parts) or "no limit"
+
+
+def parse_rate(value: Any, *, where: str = "rate") -> Rate:
+    """``"50/s"``, ``"1000/m"``, ``"10/h"``, ``"5/10s"`` as a :class:`Rate`."""
+    found = _RATE.fullmatch(value) if isinstance(value, str) else None
+    if found is None or int(found["limit"]) < 1:
+        raise ConfigurationError(
+            f"{where} must be a string like '50/s', '1000/m', '10/h' or '5/10s' "
+            f"(starts per period), got {value!r}"
+        )
+    count = int(found["count"] or 1)
+    if count < 1:
+        raise ConfigurationError(f"{where}: the period must be at least 1 {found['unit']}")
+    period = count * _UNIT_SECONDS[found["unit"]]
+    if period > MAX_PERIOD_SECONDS:
+        raise ConfigurationError(f"{where}: the period is at most a day, got {value!r}")
+    return Rate(limit=int(found["limit"]), period=float(period), text=value)
+
+
+def _count(spec: dict[str, Any], key: str, where: str) -> int | None:
+    value = spec.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigurationError(f"{where}[{key!r}] must be an integer >= 1, got {value!r}")
+    return value
 
 
 def parse(raw: Any) -> dict[str, QueueLimit]:
@@ -43,13 +111,30 @@ def parse(raw: Any) -> dict[str, QueueLimit]:
             raise ConfigurationError(f"{where}: a queue name is a printable string of 1 to 255")
         if not isinstance(spec, dict) or set(spec) - _KEYS:
             raise ConfigurationError(f"{where} must be a dict with keys among: {sorted(_KEYS)}")
-        concurrency = spec.get("concurrency")
-        if concurrency is not None and (
-            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
-        ):
-            raise ConfigurationError(f"{where}['concurrency'] must be an integer >= 1")
-        limits[name] = QueueLimit(name=name, concurrency=concurrency)
+        rate = spec.get("rate")
+        limits[name] = QueueLimit(
+            name=name,
+            concurrency=_count(spec, "concurrency", where),
+            rate=None if rate is None else parse_rate(rate, where=f"{where}['rate']"),
+            worker_concurrency=_count(spec, "worker_concurrency", where),
+        )
     return limits
+
+
+#: The reason a waiting task records, by the setting that holds it back.
+REASONS = {"capacity": "concurrency", "rate": "rate", "worker": "worker_concurrency"}
+
+
+def waiting_words(queue: str, reason: str | None = "concurrency") -> str:
+    """How describe(), the admin and the doctor say that work waits on ``queue``
+    (``reason``: the limit that holds it, ``concurrency``, ``rate`` or
+    ``worker_concurrency``)."""
+    words = f'waiting for capacity on queue "{queue}"'
+    if reason == "rate":
+        return words + " (rate limit)"
+    if reason == "worker_concurrency":
+        return words + " (per-worker limit)"
+    return words
 
 
 def declared() -> dict[str, QueueLimit]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from durable_workflow import clock
+from durable_workflow import clock, queue_limits
 from durable_workflow.engine.events import EventType
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -120,9 +120,9 @@ def _activities(ids: list[uuid.UUID], into: dict[uuid.UUID, Triage]) -> None:
     queued = work_queues.waits_of_runs(ids)
     for row in rows:
         words = f"activity {row.activity_type} {_attempts(row)}"
-        queue = queued.get((row.run_id, row.id))
-        if queue is not None:
-            words += f', waiting for capacity on queue "{queue}"'
+        wait = queued.get((row.run_id, row.id))
+        if wait is not None:
+            words += ", " + queue_limits.waiting_words(wait[0], queue_limits.REASONS[wait[1]])
         into[row.run_id].waits.append((row.sequence, words))
 
 

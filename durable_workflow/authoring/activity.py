@@ -13,7 +13,12 @@ from durable_workflow import registry
 from durable_workflow.authoring.protocols import HandleP, HandleR
 from durable_workflow.exceptions import ActivityCancelled, NotInActivityError
 from durable_workflow.info import ActivityInfo
-from durable_workflow.options import DEFAULT_BACKOFF, ActivityOptions, normalize_backoff
+from durable_workflow.options import (
+    DEFAULT_BACKOFF,
+    ActivityOptions,
+    check_priority,
+    normalize_backoff,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class Activity(Generic[HandleP, HandleR]):
     connection: ClassVar[str | None] = None
     #: Total attempts; 1 = no retry, 0 = retry until a timeout stops it.
     tries: ClassVar[int] = 1
+    #: Order among the waiting work of a limited queue: 0 first, 9 last (default 5).
+    priority: ClassVar[int | None] = None
     #: Set on intermediate base classes that should not be registered.
     abstract: ClassVar[bool] = True
 
@@ -79,6 +86,7 @@ class Activity(Generic[HandleP, HandleR]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        check_priority(cls.__dict__.get("priority"), field=f"{cls.__name__}.priority")
         if not cls.__dict__.get("abstract", False):
             registry.register_activity(cls)
 
@@ -178,6 +186,10 @@ def retry_policy(
             snapshot["backoff"] = cls.__new__(cls).backoff()
     if snapshot["max_attempts"] is None:
         snapshot["max_attempts"] = 1
+    if snapshot["priority"] is None:
+        snapshot["priority"] = getattr(cls, "priority", None)
+    if snapshot["priority"] is None:
+        del snapshot["priority"]  # the default: snapshots stay as they were before priorities
     snapshot["backoff"] = normalize_backoff(
         snapshot["backoff"] if snapshot["backoff"] is not None else list(DEFAULT_BACKOFF)
     )

@@ -77,6 +77,7 @@ def retry_or_fail(
                 "retry_backoff_seconds": delay,
             },
             compatibility=run.compatibility,
+            priority=execution.options.get("priority"),
         )
         dispatch.enqueue(retry)
         _log(run, lease, info, f"retry in {delay} s")

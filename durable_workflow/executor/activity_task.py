@@ -187,6 +187,7 @@ def _claim(task_id: Any) -> Lease | None:
         )
         if run is None or claimed is None or claimed.lease_id is None:
             return None
+        queue_gate.admitted(claimed.queue, now=now)
         if run.status in TERMINAL_RUN_STATUSES or execution is None:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
             return None

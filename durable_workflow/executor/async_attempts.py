@@ -40,7 +40,7 @@ from durable_workflow.authoring.activity import is_async, running
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import ActivityCancelled, CompleteAsync
-from durable_workflow.executor import eager, handback, hooks
+from durable_workflow.executor import eager, handback, hooks, queue_gate
 from durable_workflow.executor.attempts import Lease
 from durable_workflow.executor.event_loop import loop
 from durable_workflow.executor.lease_keeper import keeper
@@ -167,6 +167,11 @@ async def _supervise(flight: Flight) -> None:
         with _state.lock:
             _state.flights.pop(lease.attempt_id, None)
         _slots().release()
+    if queue_gate.limited(lease.execution.queue):
+        try:
+            await loop.db(queue_gate.wake, lease.execution.queue)  # its slot is free now
+        except Exception:  # the repair pass sends the waiters a lost wake-up left
+            logger.warning("could not wake queue %r", lease.execution.queue, exc_info=True)
 
 
 async def _run(flight: Flight) -> tuple[bool, Any]:

@@ -31,13 +31,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-_registered: dict[str, str | None] = {"worker_id": None}
+_registered: dict[str, str | None] = {"worker_id": None, "node": None}
 _getpid = getattr(os.getpid, "__wrapped__", os.getpid)  # several times a step: past the guards
 
 
 def set_registered_worker_id(value: str | None) -> None:
     """Called by worker registration so leases name the registered worker."""
     _registered["worker_id"] = value
+
+
+def set_node_name(value: str | None) -> None:
+    """Called by the worker's setup (before a prefork pool forks) with the Celery node
+    name: per-worker queue limits count the leases of a node, all its processes."""
+    _registered["node"] = value
+
+
+def node_name() -> str:
+    """The worker node this process belongs to (outside a Celery worker: the process)."""
+    return _registered["node"] or worker_id()
 
 
 def registered_worker_id() -> str | None:

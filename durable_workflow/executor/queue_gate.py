@@ -1,12 +1,17 @@
 """The limits of named work queues, enforced when an activity attempt is leased.
 
 A claim of a task on a limited queue locks the queue's row (last, after the run lock)
-and counts the queue's live leases; at the limit the task is marked waiting and its
-message is dropped: nothing is re-sent until a slot frees. Slots free when an attempt
-on the queue ends (the worker that ran it calls :func:`wake`), when a lease is
-reclaimed or handed back, and the repair pass calls :func:`wake_all` in case a wake-up
-was lost; each sends at most as many waiting tasks as there are free slots, oldest
-first, so a full queue costs one broker delivery per waiting task, not a poll.
+and measures the queue's room: its live leases against ``concurrency``, its starts in
+the last rate period against ``rate``, the leases of the claiming worker node against
+``worker_concurrency``. Tasks sent for a slot and not claimed yet hold that slot, and
+a fresh task waits behind older or more urgent waiters, so a slot goes to the waiter
+the engine chose. A refused task is marked waiting and its message is dropped.
+
+Nothing polls. Waiters are sent (:func:`refill`) when an attempt ends, when a claim is
+refused or admitted beside waiters, and by the repair pass (:func:`wake_all`) in case a
+wake-up was lost; each send is one waiter per free slot, most urgent then oldest. When
+only the rate holds them back, one waiter is sent ahead with a broker countdown for
+the moment the window opens; its claim then sends the next one.
 
 Eager starts and fan-out batches bypass the broker and the claim; a limited queue's
 activities never take those paths (``eager``).
@@ -14,17 +19,33 @@ activities never take those paths (``eager``).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from durable_workflow import clock, queue_limits
+from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch
-from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.common import node_name, retry_transaction
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TaskType
-from durable_workflow.store import database, tasks, work_queues
+from durable_workflow.queue_limits import QueueLimit
+from durable_workflow.store import database, tasks, work_queues, workers
 from durable_workflow.store.records import TaskRecord
+from durable_workflow.store.work_queues import CAPACITY, RATE, WORKER
 
 logger = get_logger("durable_workflow")
+
+_UNLIMITED = 1 << 30
+
+
+@dataclasses.dataclass(frozen=True)
+class Room:
+    """Attempts that may start now; when none may, which limit holds (``reason``) and,
+    when it is the rate alone, when its window next opens."""
+
+    free: int
+    reason: str | None = None
+    opens_at: dt.datetime | None = None
 
 
 def limited(queue: str | None) -> bool:
@@ -34,36 +55,135 @@ def limited(queue: str | None) -> bool:
 def admit(task: TaskRecord, *, now: dt.datetime) -> bool:
     """In the claim's transaction, after the run lock: may ``task`` be leased now?
 
-    ``False``: the queue is full; the task is marked waiting for capacity.
+    ``False``: it is marked waiting (why: ``capacity``, ``rate`` or ``worker``).
     """
     limit = queue_limits.limit_of(task.queue)
-    if limit is None or limit.concurrency is None or task.task_type != TaskType.ACTIVITY:
+    if limit is None or task.task_type != TaskType.ACTIVITY:
         return True
     work_queues.lock(limit.name, now=now)
-    if work_queues.leased(limit.name, now=now) < limit.concurrency:
+    facts = work_queues.claim_facts(task.id)
+    node = node_name()
+    room = room_of(limit, now=now, node=node, claiming=task.id)
+    free = room.free
+    if facts.queue_wait != work_queues.WOKEN and free > 0:
+        free -= work_queues.waiting_ahead(limit.name, facts)  # they were here first
+    if free > 0:
+        if limit.rate is not None:
+            work_queues.record_start(
+                limit.name,
+                now=now,
+                forget_before=now - dt.timedelta(seconds=limit.rate.period),
+            )
+        if limit.worker_concurrency is not None:
+            work_queues.set_lease_node(task.id, node)
         return True
-    work_queues.mark_waiting(task.id, now=now)
-    logger.debug("task %s waits for capacity on queue %r", task.id, task.queue)
+    # Refused for waiters ahead: it waits for what holds the queue back the most.
+    reason = room.reason or CAPACITY
+    work_queues.mark_waiting(task.id, reason=reason, now=now)
+    logger.debug("task %s waits (%s) on queue %r", task.id, reason, task.queue)
+    refill(limit, now=now)  # a waiter ahead may fit a free slot; or the rate's next window
     return False
+
+
+def admitted(queue: str | None, *, now: dt.datetime) -> None:
+    """After a claim on a rate-limited queue, in its transaction: arm the next window."""
+    limit = queue_limits.limit_of(queue)
+    if limit is not None and limit.rate is not None:
+        refill(limit, now=now)
+
+
+def room_of(
+    limit: QueueLimit,
+    *,
+    now: dt.datetime,
+    node: str | None = None,
+    claiming: object = None,
+) -> Room:
+    """The queue's room now, under its lock. With ``node``: for a claim by that worker
+    node (``claiming``: the task, whose own reservation does not count against it);
+    without: the fleet's (the per-worker limit estimated over the live nodes)."""
+    rooms = []
+    reserved = work_queues.woken(limit.name, exclude=claiming)
+    leased = None
+    if limit.concurrency is not None:
+        leased = work_queues.leased(limit.name, now=now)
+        rooms.append(Room(limit.concurrency - leased - reserved, CAPACITY))
+    if limit.rate is not None:
+        rooms.append(_rate_room(limit, now=now, claiming=claiming))
+    if limit.worker_concurrency is not None:
+        if node is not None:
+            mine = work_queues.leased(limit.name, now=now, node=node)
+            rooms.append(Room(limit.worker_concurrency - mine, WORKER))
+        else:
+            if leased is None:
+                leased = work_queues.leased(limit.name, now=now)
+            nodes = _live_nodes(limit.name, now=now)
+            rooms.append(Room(nodes * limit.worker_concurrency - leased - reserved, WORKER))
+    room = min(rooms, key=lambda r: r.free, default=Room(_UNLIMITED))
+    if room.free <= 0 and room.reason == RATE and all(r.free > 0 for r in rooms if r is not room):
+        return room  # the rate alone holds: it knows when it opens
+    return dataclasses.replace(room, opens_at=None)
+
+
+def _rate_room(limit: QueueLimit, *, now: dt.datetime, claiming: object) -> Room:
+    rate = limit.rate
+    assert rate is not None
+    period = dt.timedelta(seconds=rate.period)
+    starts = work_queues.starts_since(limit.name, now - period)
+    due = work_queues.woken(limit.name, due_by=now, exclude=claiming)
+    free = rate.limit - len(starts) - due
+    opens_at = None
+    if free <= 0:
+        # The window has room again once enough of its oldest starts have left it.
+        leaving = len(starts) + due - rate.limit  # index of the start that must leave
+        if 0 <= leaving < len(starts):
+            opens_at = starts[leaving] + period
+    return Room(free, RATE, opens_at)
+
+
+def _live_nodes(queue: str, *, now: dt.datetime) -> int:
+    """Worker nodes consuming ``queue`` (one per Celery node: its processes share a
+    direct queue); at least the nodes holding its leases, at least one."""
+    stale_after = get_settings().WORKER_STALE_AFTER_SECONDS
+    nodes = {
+        row["direct_queue"] or row["worker_id"]
+        for row in workers.live(now=now, stale_after=stale_after)
+        if queue in (row["queues"] or [])
+    }
+    return max(len(nodes), work_queues.leasing_nodes(queue, now=now), 1)
+
+
+def refill(limit: QueueLimit, *, now: dt.datetime) -> int:
+    """Under the queue's lock: send waiters for the free slots, most urgent then oldest,
+    and, when only the rate holds the rest back, one ahead for its next window."""
+    waiting = work_queues.waiting_count(limit.name)
+    if not waiting:
+        return 0
+    room = room_of(limit, now=now)
+    woken = work_queues.take_waiting(limit.name, count=min(room.free, waiting), now=now)
+    for row in woken:
+        dispatch.enqueue(tasks.record_of(row))
+    if (
+        len(woken) < waiting
+        and room.opens_at is not None
+        and not work_queues.sent_ahead(limit.name, now=now)
+    ):
+        for row in work_queues.take_waiting(limit.name, count=1, now=now, due=room.opens_at):
+            dispatch.enqueue(tasks.record_of(row))  # a broker countdown to the window
+    return len(woken)
 
 
 @retry_transaction
 def wake(queue: str | None) -> int:
-    """Send as many of the queue's waiting tasks as it has free slots; how many."""
+    """Send as many of the queue's waiting tasks as it has room for; how many."""
     limit = queue_limits.limit_of(queue)
-    if limit is None or limit.concurrency is None or queue is None:
+    if limit is None:
         return 0
     now = clock.now()
     with database.atomic():
         # Lock, then look: a claim refused a moment ago has committed its wait by then.
-        work_queues.lock(queue, now=now)
-        if not work_queues.has_waiting(queue):
-            return 0
-        free = limit.concurrency - work_queues.leased(queue, now=now) - work_queues.woken(queue)
-        woken = work_queues.take_waiting(queue, count=free, now=now)
-        for row in woken:
-            dispatch.enqueue(tasks.record_of(row))
-    return len(woken)
+        work_queues.lock(limit.name, now=now)
+        return refill(limit, now=now)
 
 
 def wake_all() -> int:
@@ -71,6 +191,6 @@ def wake_all() -> int:
     return sum(wake(name) for name in queue_limits.declared())
 
 
-def waiting_words(queue: str) -> str:
-    """How describe(), the admin and the doctor say it."""
-    return f'waiting for capacity on queue "{queue}"'
+def waiting_words(queue: str, reason: str = CAPACITY) -> str:
+    """How describe(), the admin and the doctor say it (``reason`` as stored)."""
+    return queue_limits.waiting_words(queue, queue_limits.REASONS.get(reason))

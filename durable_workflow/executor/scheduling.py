@@ -75,6 +75,7 @@ class ActivityBatch:
             now=now,
             payload={"worker_session_id": session_id} if session_id else None,
             compatibility=run.compatibility,
+            priority=command.options.get("priority"),
         )
         if self.eager_ok and eager.wanted(run, execution):
             self.eager_ok = False

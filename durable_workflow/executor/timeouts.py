@@ -205,6 +205,7 @@ def _retry(
         payload={"retry_after_attempt": execution.attempt_count, "retry_backoff_seconds": delay},
         now=now,
         compatibility=run.compatibility,
+        priority=execution.options.get("priority"),
     )
     dispatch.enqueue(task)
     return (

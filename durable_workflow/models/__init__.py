@@ -20,7 +20,7 @@ from durable_workflow.models.choices import (
 )
 from durable_workflow.models.commands import WorkflowCommand, WorkflowFailure
 from durable_workflow.models.messaging import WorkflowSignal, WorkflowUpdate
-from durable_workflow.models.queues import WorkQueue
+from durable_workflow.models.queues import WorkQueue, WorkQueueStart
 from durable_workflow.models.runs import HistoryEvent, WorkflowInstance, WorkflowRun
 from durable_workflow.models.schedules import (
     ScheduleFire,
@@ -76,6 +76,7 @@ __all__ = [
     "TimerStatus",
     "UpdateStatus",
     "WorkQueue",
+    "WorkQueueStart",
     "WorkerRegistration",
     "WorkerSession",
     "WorkflowCommand",

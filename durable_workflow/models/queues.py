@@ -17,3 +17,19 @@ class WorkQueue(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WorkQueueStart(models.Model):
+    """One attempt start on a rate-limited queue: the sliding window the rate is counted
+    over. Rows older than the queue's period are deleted as claims go."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = models.CharField(max_length=255)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "durable_workflow_work_queue_start"
+        indexes = [models.Index(fields=["queue", "started_at"], name="dw_queue_start_window")]
+
+    def __str__(self) -> str:
+        return f"{self.queue} at {self.started_at}"

@@ -51,9 +51,14 @@ class Task(models.Model):
     #: How the claim replayed: sticky_hit_expected, cold_replay or forced_cold_replay.
     sticky_replay_mode = models.CharField(max_length=32, null=True, blank=True)
     sticky_claimed_at = models.DateTimeField(null=True, blank=True)
-    #: A ready task of a limited queue whose claim was refused: ``capacity`` (it waits,
-    #: with no message in flight, until the engine sends it when a slot frees).
+    #: A ready task of a limited queue whose claim was refused: ``capacity``, ``rate`` or
+    #: ``worker`` (it waits, with no message in flight, until the engine sends it when a
+    #: slot frees or the rate window opens); ``woken`` once sent for a slot.
     queue_wait = models.CharField(max_length=16, null=True, blank=True)
+    #: Order among the waiting tasks of a limited queue: 0 first, 9 last, then FIFO.
+    priority = models.PositiveSmallIntegerField(default=5)
+    #: The worker node (Celery node name) holding the lease, for per-worker limits.
+    lease_node = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

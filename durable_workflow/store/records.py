@@ -95,6 +95,8 @@ class TaskRecord:
     sticky_until: dt.datetime | None = None
     #: Messages sent for the task so far (re-sends and hand-backs included).
     dispatch_count: int = 0
+    #: Order among the waiting tasks of a limited queue, and the message's priority.
+    priority: int = 5
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from django.db.models import F, Q
 from durable_workflow.ids import uuid7
 from durable_workflow.models import Task, TaskStatus, TaskType
 from durable_workflow.store import compatibility as compat
-from durable_workflow.store import sql
+from durable_workflow.store import sql, work_queues
 from durable_workflow.store.records import TaskRecord
 
 _FIELDS = (
@@ -37,6 +37,7 @@ _FIELDS = (
     "sticky_worker_id",
     "sticky_until",
     "dispatch_count",
+    "priority",
 )
 
 
@@ -75,8 +76,13 @@ def build_task(
     compatibility: str | compat.FromRun | None = compat.FROM_RUN,
     sticky_worker_id: str | None = None,
     sticky_until: dt.datetime | None = None,
+    priority: int | None = None,
 ) -> sql.Built:
-    """An unsaved ready task carrying its run's compatibility marker (read here unless passed)."""
+    """An unsaved ready task carrying its run's compatibility marker (read here unless passed).
+
+    ``priority`` (0 first, 9 last; ``None``: the default) orders waiters of a limited queue.
+    """
+    extra = {} if priority is None else {"priority": priority}
     return sql.Built(
         Task,
         id=uuid7(),
@@ -95,6 +101,7 @@ def build_task(
         last_dispatched_at=now,
         created_at=now,
         updated_at=now,
+        **extra,
     )
 
 
@@ -409,7 +416,7 @@ def due_for_redispatch(
         Task.objects.filter(status=TaskStatus.READY, available_at__lte=cutoff)
         .filter(Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff))
         # Waiting for capacity on a limited queue: the engine sends it when a slot frees.
-        .exclude(queue_wait="capacity")
+        .exclude(queue_wait__in=work_queues.WAITING)
     )
     due = []
     for row in rows.order_by("available_at")[: limit * 4]:
@@ -488,7 +495,7 @@ def ready_and_due(
     """Ready, due tasks; with ``markers``, only those a worker supporting them may claim."""
     # A task waiting for capacity has no message: it is sent when a slot frees.
     rows = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now).exclude(
-        queue_wait="capacity"
+        queue_wait__in=work_queues.WAITING
     )
     if markers is not None:
         rows = rows.filter(compat.claimable(markers))

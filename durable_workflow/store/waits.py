@@ -32,6 +32,7 @@ from durable_workflow.models import (
     WorkflowFailure,
     WorkflowUpdate,
 )
+from durable_workflow.queue_limits import REASONS
 from durable_workflow.store import work_queues
 from durable_workflow.store.records import RunRecord
 
@@ -143,7 +144,8 @@ def _activities(run_id: uuid.UUID) -> list[Wait]:
             status=row.status,
             attempt=row.attempt_count,
             next_attempt_at=retries.get(row.id) if row.attempt_count else None,
-            waiting_for_queue=queued.get(row.id),
+            waiting_for_queue=queued[row.id][0] if row.id in queued else None,
+            waiting_reason=REASONS[queued[row.id][1]] if row.id in queued else None,
         )
         for row in rows
     ]

@@ -22,6 +22,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import BrokerUnavailable, ConfigurationError
 from durable_workflow.logs import get_logger
+from durable_workflow.options import PRIORITY_MAX
 from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
 from durable_workflow.transport import eager
@@ -126,6 +127,9 @@ class CeleryBackend:
         options: dict[str, Any] = {}
         if task.queue:
             options["queue"] = task.queue
+        priority = message_priority(task, celery_app(task.connection))
+        if priority is not None:
+            options["priority"] = priority
         if countdown:
             # Long broker countdowns are unsafe (Redis redelivers them after its
             # visibility timeout); the timer task re-arms itself if woken early.
@@ -136,6 +140,24 @@ class CeleryBackend:
             )
         except (KombuOperationalError, ConnectionError) as exc:
             raise BrokerUnavailable(f"the broker cannot be reached: {exc}") from exc
+
+
+def message_priority(task: TaskRecord, app: Celery) -> int | None:
+    """The Celery message priority of an activity task (``None``: leave it unset).
+
+    Redis serves lower numbers first, as our priorities read (0 first, 9 last); AMQP
+    brokers serve higher numbers first (and only on a queue declared with
+    ``x-max-priority``), so the scale is turned over for them. Other transports and
+    workflow or timer tasks get none.
+    """
+    if task.task_type != "activity":
+        return None
+    transport = str(getattr(app.conf, "broker_url", None) or "").split("://", 1)[0]
+    if transport in ("redis", "rediss", "sentinel"):
+        return task.priority
+    if transport in ("amqp", "amqps", "pyamqp", "librabbitmq"):
+        return PRIORITY_MAX - task.priority
+    return None
 
 
 def waiting(queue: str, connection: str | None = None) -> int | None:

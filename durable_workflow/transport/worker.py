@@ -24,7 +24,7 @@ from django.db import close_old_connections
 from durable_workflow import clock
 from durable_workflow.compatibility import local_markers
 from durable_workflow.conf import get_settings
-from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.executor.common import set_node_name, set_registered_worker_id
 from durable_workflow.logs import get_logger
 from durable_workflow.store.connections import close_thread_connections
 
@@ -197,6 +197,7 @@ def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> 
         _state["queues"] = sorted(instance.app.amqp.queues.consume_from)
     if sender:
         _state["direct_queue"] = direct_queue_name(str(sender))
+        set_node_name(str(sender))
 
 
 def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:

@@ -41,7 +41,7 @@ def _fan_out(inline, instance_id: str, count: int) -> WorkflowStub:
 def _activity_tasks(stub: WorkflowStub) -> list[Task]:
     return list(
         Task.objects.filter(run_id=stub.run_id(), task_type=TaskType.ACTIVITY).order_by(
-            "created_at", "id"
+            "activity_execution__sequence"  # the order waiters are sent in
         )
     )
 
@@ -150,7 +150,18 @@ def test_the_doctor_reports_limits_usage_and_waiters(inline, limited):
     schemas.validate(document, schemas.DOCTOR)
     checks = {c["id"]: c for c in document["checks"]}
     found = checks["queue_limits"]
-    assert found["details"] == {"limited": {"concurrency": 2, "leased": 0, "waiting": 1}}
+    assert found["details"] == {
+        "limited": {
+            "concurrency": 2,
+            "rate": None,
+            "worker_concurrency": None,
+            "leased": 0,
+            "waiting": 1,
+            "waiting_by_reason": {"concurrency": 1, "rate": 0, "worker_concurrency": 0},
+            "woken": 0,
+            "rate_starts_in_window": None,
+        }
+    }
     # The leases expired and nobody ran the repair pass: a free slot beside a waiter.
     assert found["status"] == "warning" and "repair" in found["next_step"]
     assert 'queue "limited": 0/2 leased, 1 waiting' in found["message"]

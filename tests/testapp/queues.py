@@ -33,3 +33,18 @@ class FanOutLimited(Workflow):
     def handle(self, count: int, hold: float) -> list[int]:
         routed = ActivityOptions(queue=LIMITED_QUEUE)
         return dw.all([lambda n=n: dw.activity(LimitedWork, routed, n, hold) for n in range(count)])
+
+
+class FanOutPrioritised(Workflow):
+    """One limited activity per priority in ``priorities``, all scheduled at once."""
+
+    type_key = "tests.fan-out-prioritised"
+
+    def handle(self, priorities: list[int], hold: float) -> list[int]:
+        calls = [
+            lambda n=n, p=p: dw.activity(
+                LimitedWork, ActivityOptions(queue=LIMITED_QUEUE, priority=p), n, hold
+            )
+            for n, p in enumerate(priorities)
+        ]
+        return dw.all(calls)

@@ -31,6 +31,7 @@ from durable_workflow.operations.queries import (
     runs_missing_their_task,
     runs_stopped_on_failed_task,
 )
+from durable_workflow.store import work_queues
 
 REPAIR = (
     "Make sure the repair pass runs (the Celery beat entry, or "
@@ -90,7 +91,7 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
         )
         .exclude(compatibility__in=blocked_markers(now=ctx.now)[0])
         # Waiting for capacity on a limited queue: the queue_limits check reports them.
-        .exclude(queue_wait="capacity")
+        .exclude(queue_wait__in=work_queues.WAITING)
     )
     summary = stuck.aggregate(count=Count("id"), oldest=Min("available_at"))
     title = "No ready task left unclaimed"

@@ -58,6 +58,10 @@ class BackfillForm(ReasonForm):
     start = forms.DateTimeField(label="From", help_text="The window's first instant.")
     end = forms.DateTimeField(label="To", help_text="Its last instant (capped at now).")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.order_fields(["start", "end", "reason"])
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         start, end = data.get("start"), data.get("end")

@@ -112,3 +112,18 @@ def test_an_older_run_while_a_newer_run_is_open(inline, how):
     stub.signal("note", "go")
     inline.run()
     assert stub.refresh().output() == {"first": 2, "second": 20, "notes": ["go"]}
+
+
+def test_a_child_with_a_chosen_instance_id_is_not_started_again(inline):
+    parent = start("tests.patterns.starts-children", "rw-named", "named")
+    inline.run()
+    assert parent.refresh().output() == ["rw-named-named", {"echo": 6}]
+
+    result = parent.reset("start", reason="run it again")
+    inline.run()
+
+    # Instance ids are never reused: the new run's start of the child is refused
+    # (the body did not catch it), and the child that ran is untouched.
+    assert "ChildWorkflowStartRejected" in event_types(parent)
+    assert parent.refresh().run_id() == result.run_id and not parent.completed()
+    assert WorkflowRun.objects.filter(instance_id="rw-named-named").count() == 1

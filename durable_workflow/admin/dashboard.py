@@ -277,4 +277,26 @@ def context(now: dt.datetime | None = None) -> dict[str, Any]:
         "charts": charts(now),
         "fleet": fleet(now),
         "schedules": schedules(),
+        "queues": limited_queues(now),
     }
+
+
+def limited_queues(now: dt.datetime) -> list[dict[str, Any]]:
+    """The limited work queues: limits, leases, the rate window, waiters by reason."""
+    from durable_workflow import queue_limits
+    from durable_workflow.operations.queue_limits import queue_report
+
+    declared = queue_limits.declared()
+    return [
+        {
+            "name": name,
+            "limits": declared[name].describe(),
+            "leased": row["leased"],
+            "rate_starts": row["rate_starts_in_window"],
+            "waiting": row["waiting"],
+            "waiting_by_reason": ", ".join(
+                f"{count} {reason}" for reason, count in row["waiting_by_reason"].items() if count
+            ),
+        }
+        for name, row in queue_report(now).items()
+    ]

@@ -103,13 +103,15 @@ def room_of(
     node (``claiming``: the task, whose own reservation does not count against it);
     without: the fleet's (the per-worker limit estimated over the live nodes)."""
     rooms = []
-    reserved = work_queues.woken(limit.name, exclude=claiming)
+    # Sent and due: those slots are taken. One sent ahead for the next rate window holds
+    # none before it is due (until then the rate refuses everyone anyway).
+    reserved = work_queues.woken(limit.name, due_by=now, exclude=claiming)
     leased = None
     if limit.concurrency is not None:
         leased = work_queues.leased(limit.name, now=now)
         rooms.append(Room(limit.concurrency - leased - reserved, CAPACITY))
     if limit.rate is not None:
-        rooms.append(_rate_room(limit, now=now, claiming=claiming))
+        rooms.append(_rate_room(limit, now=now, due=reserved))
     if limit.worker_concurrency is not None:
         if node is not None:
             mine = work_queues.leased(limit.name, now=now, node=node)
@@ -125,12 +127,11 @@ def room_of(
     return dataclasses.replace(room, opens_at=None)
 
 
-def _rate_room(limit: QueueLimit, *, now: dt.datetime, claiming: object) -> Room:
+def _rate_room(limit: QueueLimit, *, now: dt.datetime, due: int) -> Room:
     rate = limit.rate
     assert rate is not None
     period = dt.timedelta(seconds=rate.period)
     starts = work_queues.starts_since(limit.name, now - period)
-    due = work_queues.woken(limit.name, due_by=now, exclude=claiming)
     free = rate.limit - len(starts) - due
     opens_at = None
     if free <= 0:

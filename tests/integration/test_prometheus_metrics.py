@@ -153,6 +153,37 @@ def test_open_runs_and_tasks_are_read_from_the_database(metrics_on, scraper, inl
     assert not [name for name, _ in without if name.startswith("durable_workflow_open_runs")]
 
 
+def test_limited_queues_show_limits_leases_waiters_and_the_rate_window(
+    metrics_on, settings, scraper, inline
+):
+    from durable_workflow import WorkflowStub, executor
+    from durable_workflow.executor import activity_task
+
+    settings.DURABLE_WORKFLOW = {
+        **settings.DURABLE_WORKFLOW,
+        "QUEUES": {"limited": {"concurrency": 3, "rate": "2/m", "worker_concurrency": 4}},
+    }
+    stub = WorkflowStub.make("tests.fan-out-limited", "prom-limited")
+    stub.start(4, 0)
+    workflow_task = Task.objects.get(run_id=stub.run_id(), task_type="workflow")
+    executor.run_workflow_task(workflow_task.id)
+    for task in Task.objects.filter(run_id=stub.run_id(), task_type="activity"):
+        activity_task._claim(task.id)
+    samples = scraper()
+    queue = {"queue": "limited"}
+    limit = "durable_workflow_queue_limit"
+    assert value(samples, limit, limit="concurrency", **queue) == 3
+    assert value(samples, limit, limit="worker_concurrency", **queue) == 4
+    assert value(samples, limit, limit="rate", **queue) == 2
+    assert value(samples, "durable_workflow_queue_rate_period_seconds", **queue) == 60
+    assert value(samples, "durable_workflow_queue_leased_attempts", **queue) == 2
+    assert value(samples, "durable_workflow_queue_rate_window_starts", **queue) == 2
+    waiting = "durable_workflow_queue_waiting_tasks"
+    assert value(samples, waiting, reason="rate", **queue) == 1  # and one sent ahead
+    assert value(samples, waiting, reason="sent", **queue) == 1
+    assert value(samples, waiting, reason="concurrency", **queue) == 0
+
+
 def test_a_repair_pass_counts_what_it_did(metrics_on, scraper, inline):
     before = scraper()
     start("tests.sequential", "prom-repair", "ada")  # ready, its message presumed lost

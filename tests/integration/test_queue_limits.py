@@ -154,6 +154,8 @@ def test_the_doctor_reports_limits_usage_and_waiters(inline, limited):
         "limited": {
             "concurrency": 2,
             "rate": None,
+            "rate_limit": None,
+            "rate_period_seconds": None,
             "worker_concurrency": None,
             "leased": 0,
             "waiting": 1,

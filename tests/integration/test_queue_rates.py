@@ -298,3 +298,18 @@ def test_racing_claims_of_many_runs_start_no_more_than_the_rate(inline, settings
     assert sorted(admitted) == [False] * 5 + [True] * 3
     assert WorkQueueStart.objects.filter(queue="limited").count() == 3
     assert Task.objects.filter(status="leased").count() == 3
+
+
+def test_the_admin_dashboard_lists_limited_queues(inline, settings, frozen, client):
+    from django.urls import reverse
+
+    from tests.integration.test_admin_console import login
+
+    _limit(settings, concurrency=1, rate="5/s")
+    for task in _fan_out(inline, "dash-1", 3):
+        activity_task._claim(task.id)
+    viewer = login(client, "view_workflowrun", "view_workflowinstance")
+    page = viewer.get(reverse("admin:durable_workflow_dashboard")).content.decode()
+    module = page.split('id="dw-queues"', 1)[1].split("</div>", 1)[0]
+    assert "<td>limited</td><td>concurrency 1, rate 5/s</td><td>1</td><td>1</td>" in module
+    assert "<td>2 (2 concurrency)</td>" in module

@@ -1,8 +1,10 @@
-"""Gauges read from the database when Prometheus scrapes: open runs, tasks by queue.
+"""Gauges read from the database when Prometheus scrapes: open runs, tasks by queue, and
+the limited work queues (``queues``).
 
-Two aggregate queries per scrape, on indexed status columns, whatever the history
-size. The numbers are the database's, so every process that serves the scrape view
-reports the same ones (aggregate them with ``max``, not ``sum``, across instances).
+Two aggregate queries per scrape (and the limited queues' own), on indexed status
+columns, whatever the history size. The numbers are the database's, so every process
+that serves the scrape view reports the same ones (aggregate them with ``max``, not
+``sum``, across instances).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from django.db import DatabaseError
 from django.db.models import Count, Min, Q
@@ -17,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from durable_workflow import clock
+from durable_workflow.contrib.prometheus.queues import families as queue_families
 from durable_workflow.contrib.prometheus.recorder import queue_label
 from durable_workflow.logs import get_logger
 from durable_workflow.models import (
@@ -26,6 +30,7 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
+from durable_workflow.operations.queue_limits import queue_report
 
 logger = get_logger("durable_workflow")
 
@@ -86,7 +91,7 @@ class DatabaseCollector(Collector):
         )
         now = clock.now()
         try:
-            runs, tasks = open_runs(), open_tasks(now)
+            runs, tasks, queues = open_runs(), open_tasks(now), queue_report(now)
         except DatabaseError:
             logger.exception("the Prometheus database gauges could not be read")
             up.add_metric([], 0)
@@ -94,11 +99,13 @@ class DatabaseCollector(Collector):
             return
         up.add_metric([], 1)
         yield up
-        yield from _families(runs, tasks)
+        yield from _families(runs, tasks, queues)
 
 
 def _families(
-    runs: dict[tuple[str, str], int], tasks: dict[tuple[str, str], dict[str, float]]
+    runs: dict[tuple[str, str], int],
+    tasks: dict[tuple[str, str], dict[str, float]],
+    queues: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[GaugeMetricFamily]:
     open_runs = GaugeMetricFamily(
         "durable_workflow_open_runs",
@@ -128,3 +135,4 @@ def _families(
     for (task_type, queue), entry in sorted(tasks.items()):
         oldest.add_metric([task_type, queue], entry["age"])
     yield oldest
+    yield from queue_families(queues or {})

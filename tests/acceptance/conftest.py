@@ -64,6 +64,7 @@ def start_worker(broker, tmp_path, transactional_db):
         beat: bool = True,
         env: dict[str, str] | None = None,
         pool: str = "solo",
+        concurrency: int | None = None,
     ) -> Worker:
         index = len(workers)
         log = tmp_path / f"worker-{index}.log"
@@ -91,7 +92,8 @@ def start_worker(broker, tmp_path, transactional_db):
             "tests.celery_app",
             "worker",
             f"--pool={pool}",
-            *(["--concurrency=1"] if pool == "prefork" else []),
+            *([f"--concurrency={concurrency}"] if concurrency else []),
+            *(["--concurrency=1"] if pool == "prefork" and not concurrency else []),
             "--loglevel=INFO",
             "-Q",
             queues,

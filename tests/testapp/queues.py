@@ -48,3 +48,26 @@ class FanOutPrioritised(Workflow):
             for n, p in enumerate(priorities)
         ]
         return dw.all(calls)
+
+
+class Plug(Activity):
+    """Holds a slot of the limited queue until the test writes ``Invocation(name="unplug")``."""
+
+    type_key = "tests.plug"
+
+    def handle(self) -> str:
+        deadline = time.monotonic() + 120
+        while not Invocation.objects.filter(name="unplug").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("nobody pulled the plug")
+            time.sleep(0.05)
+        return "unplugged"
+
+
+class Plugged(Workflow):
+    """One plug on the limited queue."""
+
+    type_key = "tests.plugged"
+
+    def handle(self) -> str:
+        return dw.activity(Plug, ActivityOptions(queue=LIMITED_QUEUE))

@@ -67,6 +67,7 @@ class BulkJobAdmin(EngineAdmin):
             items = items.filter(state=state)
         page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
         percent = 100 if not job.total else int(100 * job.processed / job.total)
+        stalled = bulk.stalled().filter(pk=job.pk).exists()
         operation = OPERATIONS.get(job.operation)
         context = {
             **self.admin_site.each_context(request),
@@ -79,6 +80,8 @@ class BulkJobAdmin(EngineAdmin):
             "state": state,
             "states": BulkItemState.values,
             "open": job.status in bulk.OPEN_STATUSES,
+            "stalled": stalled,
+            "stalled_after": int(bulk.stalled_after()),
             "refresh": REFRESH_SECONDS,
             "can_cancel": operation is not None
             and request.user.has_perm(operation.permission)

@@ -16,6 +16,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection, connections
+from django.urls import reverse
 
 from durable_workflow import clock, executor
 from durable_workflow.models import BulkItemState, BulkJob, BulkJobItem, WorkflowCommand
@@ -62,12 +63,19 @@ def _terminations() -> Counter[str]:
     return Counter(rows.values_list("instance_id", flat=True))
 
 
+def _job_page(client, job: BulkJob) -> str:
+    url = reverse("admin:durable_workflow_bulkjob_change", args=[job.pk])
+    return client.get(url).content.decode()
+
+
 def _bulk_check(now: dt.datetime):
     (result,) = run_checks(DoctorContext(now=now), only=("bulk_jobs",))
     return result
 
 
-def test_a_killed_worker_leaves_a_stalled_job_that_repair_sends_again(inline, monkeypatch):
+def test_a_killed_worker_leaves_a_stalled_job_that_repair_sends_again(
+    inline, monkeypatch, admin_client
+):
     runs = [start("tests.approval", f"stall-{n:02d}", "signal") for n in range(RUNS)]
     inline.run()
     job = bulk.create_job(
@@ -100,6 +108,15 @@ def test_a_killed_worker_leaves_a_stalled_job_that_repair_sends_again(inline, mo
     # Not yet stalled: the doctor is content, the repair pass leaves it alone.
     assert _bulk_check(still).status == "ok"
     assert executor.repair_pass(now=still).bulk_jobs_resent == 0 and not sent
+
+    page = _job_page(admin_client, job)
+    assert 'id="dw-bulk-stalled"' not in page  # progress a moment ago
+    clock.freeze(stalled)
+    try:
+        page = _job_page(admin_client, job)
+    finally:
+        clock.reset()
+    assert 'id="dw-bulk-stalled"' in page and f"workflow_bulk --resume {job.pk}" in page
 
     finding = _bulk_check(stalled)
     assert finding.status == "warning"

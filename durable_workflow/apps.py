@@ -28,6 +28,10 @@ class DurableWorkflowConfig(AppConfig):
 
         interceptors.configure(interceptors.load(get_settings().INTERCEPTORS))
 
+        # The entry modules register how eager execution runs each kind of follow-up
+        # (executor/eager.py imports neither).
+        from durable_workflow.executor import activity_task, workflow_task  # noqa: F401
+
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")
 

@@ -423,8 +423,6 @@ def _settle_results(
     ``assumed``: the run as this process last committed it, for one lease: the first
     round trip's answers are assumed, and checked with the writes (``speculation``).
     """
-    from durable_workflow.executor import workflow_task  # it imports this module
-
     now = clock.now()
     leases = [lease for lease, _ in results]
     first = leases[0]
@@ -483,7 +481,7 @@ def _settle_results(
             # The workflow goes on in this very transaction: one per step.
             lifecycle.append(run, events, now=now)
             events = []
-            if not workflow_task.continue_here(run, now=now):
+            if not eager.continue_here(run, now=now):
                 follow_up = wake_workflow(run, now=now, eager=True)  # here, after commit
                 if follow_up is not None:
                     eager.offer(eager.WORKFLOW, follow_up)
@@ -531,3 +529,7 @@ def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
         and execution.connection == run.connection
         and affinity.may_run_here(run, now=clock.now())  # not when it is warm elsewhere
     )
+
+
+eager.handle(eager.ACTIVITY, run_claimed)
+eager.handle(eager.ACTIVITIES, run_claimed_together)

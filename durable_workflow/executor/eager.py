@@ -6,7 +6,7 @@ A sequential workflow then needs no broker hop between its steps:
   queue and connection as the run, the activity known here, no worker session)
   inserts its task leased to this process and runs it after the commit;
 * the transaction recording that activity's result also runs the workflow task
-  it wakes (``workflow_task.continue_here``), which leases the next activity;
+  it wakes (``continue_here``), which leases the next activity;
   when it cannot, the new workflow task itself is the follow-up;
 * a workflow task paused for a local activity goes on after its commit;
 * the transaction recording one result of a fan-out leases the next ready
@@ -22,16 +22,21 @@ activity is leased like any claimed attempt (its lease expires if the process
 dies), and an unpublished workflow task is published by the repair pass. A
 follow-up that fails hands its lease back at once (``handback``) rather than
 leave it to expire.
+
+This module runs follow-ups without importing the modules that know how: each entry
+module registers the handlers of its kinds (``handle``) when it is imported, and the
+app's ``ready()`` imports both, so eager execution depends on nothing above it.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from durable_workflow import queue_limits, registry
 from durable_workflow.conf import get_settings
-from durable_workflow.executor import dispatch, hooks
+from durable_workflow.executor import dispatch, handback, hooks
 from durable_workflow.logs import get_logger
 from durable_workflow.store import database
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
@@ -42,6 +47,30 @@ WORKFLOW = "workflow"
 ACTIVITY = "activity"
 ACTIVITIES = "activities"  # fan-out members taken together, settled together
 PENDING = "pending"  # a workflow task paused for a local activity
+#: Not a follow-up: the workflow task run inside the transaction that settled its activity.
+CONTINUE = "continue"
+
+_handlers: dict[str, Callable[..., Any]] = {}
+
+
+def handle(kind: str, handler: Callable[..., Any]) -> None:
+    """Make ``handler`` run the follow-ups of ``kind`` (called by the entry modules)."""
+    _handlers[kind] = handler
+
+
+def _handler(kind: str) -> Callable[..., Any]:
+    try:
+        return _handlers[kind]
+    except KeyError:
+        raise LookupError(
+            f"no handler for eager follow-ups of kind {kind!r}: the durable_workflow app "
+            "is not ready (its ready() imports the executor's entry modules)"
+        ) from None
+
+
+def continue_here(run: RunRecord, *, now: Any) -> bool:
+    """Run the workflow task ``run`` needs inside the current transaction, if it may."""
+    return bool(_handler(CONTINUE)(run, now=now))
 
 
 class _State(threading.local):
@@ -91,8 +120,6 @@ def _raise_interrupt() -> None:
     kind, value = _state.follow_up or (None, None)
     _state.follow_up = None
     if kind == WORKFLOW:
-        from durable_workflow.executor import handback
-
         handback.publish(value)
     raise exc
 
@@ -102,8 +129,6 @@ def drain() -> None:
     _raise_interrupt()
     if _state.draining:
         return
-    from durable_workflow.executor import activity_task, workflow_task
-
     _state.draining = True
     _state.hops = 0
     try:
@@ -111,19 +136,10 @@ def drain() -> None:
             (kind, value), _state.follow_up = _state.follow_up, None
             _state.hops += len(value) if kind == ACTIVITIES else 1
             try:
-                if kind == WORKFLOW:
-                    workflow_task.run_once(value)
-                elif kind == PENDING:
-                    workflow_task.finish_pending(value)
-                elif kind == ACTIVITIES:
-                    activity_task.run_claimed_together(value)
-                else:
-                    activity_task.run_claimed(value)
+                _handler(kind)(value)
             except Exception:  # a held lease was handed back already (``handback``)
                 logger.exception("eager %s task failed", kind)
                 if kind == WORKFLOW:  # ready, and never published: publish it now
-                    from durable_workflow.executor import handback
-
                     handback.publish(value)
             _raise_interrupt()
     finally:

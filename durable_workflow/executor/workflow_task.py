@@ -544,3 +544,8 @@ def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:
         "structural_limit_configured": exc.configured,
     }
     return FailWorkflow(failure=dataclasses.replace(info, details=details))
+
+
+eager.handle(eager.WORKFLOW, run_once)
+eager.handle(eager.PENDING, finish_pending)
+eager.handle(eager.CONTINUE, continue_here)

@@ -46,7 +46,8 @@ from durable_workflow.executor import (
 )
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
-from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
+from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.headers import stored
 from durable_workflow.info import ActivityInfo, frozen_mapping

@@ -24,7 +24,7 @@ from typing import Any
 
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import routing
-from durable_workflow.executor.common import registered_worker_id
+from durable_workflow.executor.identity import direct_queue, registered_worker_id
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 HIT = "sticky_hit_expected"
@@ -37,9 +37,7 @@ def _me() -> tuple[str, str] | None:
     me = registered_worker_id()
     if me is None:
         return None
-    from durable_workflow.transport.worker import current_direct_queue
-
-    queue = current_direct_queue()
+    queue = direct_queue()
     return (me, queue) if queue else None
 
 

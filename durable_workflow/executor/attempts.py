@@ -16,7 +16,7 @@ from durable_workflow import observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import eager, speculation
-from durable_workflow.executor.common import worker_id
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.store import activities
 from durable_workflow.store.records import ActivityRecord, TaskRecord

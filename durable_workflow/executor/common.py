@@ -6,7 +6,6 @@ import contextlib
 import datetime as dt
 import functools
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
@@ -29,42 +28,6 @@ logger = get_logger("durable_workflow")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-_registered: dict[str, str | None] = {"worker_id": None, "node": None}
-_getpid = getattr(os.getpid, "__wrapped__", os.getpid)  # several times a step: past the guards
-
-
-def set_registered_worker_id(value: str | None) -> None:
-    """Called by worker registration so leases name the registered worker."""
-    _registered["worker_id"] = value
-
-
-def set_node_name(value: str | None) -> None:
-    """Called by the worker's setup (before a prefork pool forks) with the Celery node
-    name: per-worker queue limits count the leases of a node, all its processes."""
-    _registered["node"] = value
-
-
-def node_name() -> str:
-    """The worker node this process belongs to (outside a Celery worker: the process)."""
-    return _registered["node"] or worker_id()
-
-
-def registered_worker_id() -> str | None:
-    """This process's worker registration id (``None`` outside a registered worker)."""
-    return _registered["worker_id"]
-
-
-def worker_id() -> str:
-    """The lease owner this process writes: its registration id when it has one."""
-    return get_settings().WORKER_ID or _registered["worker_id"] or _host_and_pid(_getpid())
-
-
-@functools.lru_cache(maxsize=4)
-def _host_and_pid(pid: int) -> str:
-    """``host:pid`` (by pid, so a forked worker names itself, not its parent)."""
-    return f"{socket.gethostname()}:{pid}"
 
 
 def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:

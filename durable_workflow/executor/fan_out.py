@@ -19,7 +19,7 @@ from typing import Any
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import compatibility, eager
 from durable_workflow.executor.attempts import begin
-from durable_workflow.executor.common import worker_id
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import ActivityStatus, WorkflowRun
 from durable_workflow.store import activities, sql, tasks
 from durable_workflow.store.records import ActivityRecord

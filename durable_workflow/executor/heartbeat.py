@@ -12,7 +12,8 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import lifecycle, sessions
-from durable_workflow.executor.common import retry_transaction, worker_id
+from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store import activities, database, runs, tasks
 

@@ -36,7 +36,8 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkflowTaskAttemptsExceeded
 from durable_workflow.executor import parking
-from durable_workflow.executor.common import retry_transaction, worker_id
+from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus, WorkflowRun
 from durable_workflow.store import runs, sql, task_attempts, tasks

@@ -25,7 +25,8 @@ import datetime as dt
 from durable_workflow import clock, queue_limits
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import dispatch
-from durable_workflow.executor.common import node_name, retry_transaction
+from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.identity import node_name
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TaskType
 from durable_workflow.queue_limits import QueueLimit

@@ -16,7 +16,8 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, eager, local_activities
-from durable_workflow.executor.common import check_limit, worker_id
+from durable_workflow.executor.common import check_limit
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.timeouts import schedule_deadlines
 from durable_workflow.headers import with_headers
 from durable_workflow.models import TaskStatus, TaskType

@@ -21,7 +21,7 @@ from typing import Any
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
-from durable_workflow.executor import dispatch, lifecycle, sessions
+from durable_workflow.executor import dispatch, identity, lifecycle, sessions
 from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.store import runs, tasks
@@ -68,9 +68,7 @@ def pause(task: TaskRecord) -> float:
 def _next_stop(
     reason: str, session_id: str, wait: float, *, now: dt.datetime
 ) -> tuple[str | None, float]:
-    from durable_workflow.transport.worker import current_direct_queue
-
-    mine = current_direct_queue()
+    mine = identity.direct_queue()
     if reason == "session_owned_by_another_worker":
         holder = sessions.holder_queue(session_id, now=now)
         if holder is None:  # the holder has no direct queue: back to the shared one

@@ -21,7 +21,8 @@ from typing import Any
 
 from durable_workflow import clock
 from durable_workflow.exceptions import ConfigurationError
-from durable_workflow.executor.common import retry_transaction, worker_id
+from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.identity import registered_worker_id, worker_id
 from durable_workflow.executor.session_documents import (
     live,
     metrics,
@@ -121,7 +122,6 @@ def worker_for(worker: str | None, *, now: dt.datetime) -> SessionWorker | None:
     queue with every capability, registered on first use.
     """
     from durable_workflow.executor import dispatch
-    from durable_workflow.executor.common import registered_worker_id
 
     if worker is None:
         worker = registered_worker_id()

@@ -8,7 +8,8 @@ from durable_workflow import clock, logs
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import compatibility, dispatch, lifecycle
-from durable_workflow.executor.common import retry_transaction, wake_workflow, worker_id
+from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
 from durable_workflow.store import activities, database, runs, tasks
 

@@ -50,9 +50,9 @@ from durable_workflow.executor.common import (
     failure_types,
     orm_guard,
     retry_transaction,
-    worker_id,
     workflow_task_row,
 )
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.persist import close, persist

@@ -24,7 +24,7 @@ from django.db import close_old_connections
 from durable_workflow import clock
 from durable_workflow.compatibility import local_markers
 from durable_workflow.conf import get_settings
-from durable_workflow.executor.common import set_node_name, set_registered_worker_id
+from durable_workflow.executor.identity import set_node_name, set_registered_worker_id
 from durable_workflow.logs import get_logger
 from durable_workflow.store.connections import close_thread_connections
 
@@ -98,7 +98,7 @@ def register(queues: list[str]) -> str:
         compatibility=list(local_markers()),
     )
     _state.update(worker_id=worker_id, queues=queues)
-    set_registered_worker_id(worker_id)
+    set_registered_worker_id(worker_id, direct_queue=_state.get("direct_queue"))
     _start_heartbeat(worker_id)
     logger.info("registered worker %s on queues %s", worker_id, ", ".join(queues))
     return worker_id
@@ -161,11 +161,6 @@ def close_sessions(worker_id: str) -> None:
         return
     if closed:
         logger.info("closed worker sessions %s on shutdown", ", ".join(closed))
-
-
-def current_direct_queue() -> str | None:
-    """The direct queue of this registered worker process (``None``: not a worker)."""
-    return _state.get("direct_queue") if _state.get("worker_id") else None
 
 
 def direct_queue_name(nodename: str) -> str:

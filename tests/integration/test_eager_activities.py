@@ -20,7 +20,7 @@ import durable_workflow as dw
 from durable_workflow import Activity, ActivityOptions, Workflow, clock, executor
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.executor import dispatch, fan_out, sticky, workflow_task
-from durable_workflow.executor.common import worker_id
+from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import ActivityAttempt, Task, Timer
 from durable_workflow.store import sql
 from durable_workflow.store import tasks as tasks_store

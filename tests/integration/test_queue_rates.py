@@ -11,7 +11,7 @@ import pytest
 
 from durable_workflow import ActivityOptions, ConfigurationError, WorkflowStub, clock, executor
 from durable_workflow.conf import get_settings
-from durable_workflow.executor import activity_task, common, queue_gate
+from durable_workflow.executor import activity_task, identity, queue_gate
 from durable_workflow.models import ActivityAttempt, Task, TaskStatus, TaskType, WorkQueueStart
 from durable_workflow.queue_limits import parse, parse_rate
 
@@ -120,12 +120,12 @@ def test_the_per_worker_limit_counts_the_leases_of_one_node(inline, settings, fr
     _limit(settings, worker_concurrency=2)
     found = _fan_out(inline, "worker-1", 4)
     try:
-        common.set_node_name("node-a@host")
+        identity.set_node_name("node-a@host")
         on_a = [activity_task._claim(task.id) for task in found[:3]]
         assert [lease is not None for lease in on_a] == [True, True, False]
         assert _wait(found[2])[0] in ("worker", "woken")
         assert Task.objects.filter(lease_node="node-a@host", status="leased").count() == 2
-        common.set_node_name("node-b@host")
+        identity.set_node_name("node-b@host")
         assert activity_task._claim(found[3].id) is not None
         waiting = Task.objects.get(id=found[2].id)
         if waiting.queue_wait == "worker":  # no room was estimated for it: wake it
@@ -133,7 +133,7 @@ def test_the_per_worker_limit_counts_the_leases_of_one_node(inline, settings, fr
         assert activity_task._claim(found[2].id) is not None  # node b has room
         assert Task.objects.filter(lease_node="node-b@host", status="leased").count() == 2
     finally:
-        common.set_node_name(None)
+        identity.set_node_name(None)
 
 
 def test_waiters_go_by_priority_then_age(inline, settings, frozen):

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from durable_workflow import clock
 from durable_workflow.executor import activity_task, dispatch, routing, sticky
-from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.executor.identity import set_registered_worker_id
 from durable_workflow.executor.workflow_task import run_workflow_task
 from durable_workflow.models import Task, WorkflowRun
 from durable_workflow.transport import worker as worker_transport
@@ -40,10 +40,9 @@ def fleet():
 
         @staticmethod
         def be(worker_id: str | None) -> None:
-            set_registered_worker_id(worker_id)
-            worker_transport._state.update(
-                worker_id=worker_id, direct_queue=f"dw.direct.{worker_id}" if worker_id else None
-            )
+            direct = f"dw.direct.{worker_id}" if worker_id else None
+            set_registered_worker_id(worker_id, direct_queue=direct)
+            worker_transport._state.update(worker_id=worker_id, direct_queue=direct)
 
     register("w1")
     register("w2")

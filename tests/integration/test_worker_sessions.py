@@ -15,7 +15,7 @@ import pytest
 import durable_workflow as dw
 from durable_workflow import clock
 from durable_workflow.executor import activity_task, dispatch, session_documents, sessions
-from durable_workflow.executor.common import set_registered_worker_id
+from durable_workflow.executor.identity import set_registered_worker_id
 from durable_workflow.executor.sessions import SessionWorker
 from durable_workflow.models import ActivityExecution, Task, WorkerSession
 from durable_workflow.operations import schemas

@@ -8,7 +8,7 @@ from typing import Any
 
 import durable_workflow as dw
 from durable_workflow import Activity, Workflow
-from durable_workflow.executor.common import worker_id
+from durable_workflow.executor.identity import worker_id
 from tests.testapp.models import Invocation
 
 

@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> None:
     from django.test import override_settings
 
     from durable_workflow.executor import dispatch
-    from durable_workflow.transport.inline import InlineBackend
+    from durable_workflow.testing.inline import InlineBackend
 
     if args.eager:
         eager(args)

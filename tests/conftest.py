@@ -81,7 +81,7 @@ test_worker_stopped.connect(_in_process_worker_stopped, weak=False)
 def inline():
     """Route dispatches to the inline backend; call ``inline.run()`` to drain tasks."""
     from durable_workflow.executor import dispatch, sticky
-    from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
+    from durable_workflow.testing.inline import InlineBackend, run_ready_tasks
 
     backend = InlineBackend()
     previous = dispatch.set_backend(backend)

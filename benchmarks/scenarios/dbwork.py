@@ -97,7 +97,7 @@ def run(ctx: Context) -> dict[str, Any]:
     from durable_workflow import WorkflowStub, executor
     from durable_workflow.executor import dispatch
     from durable_workflow.models import Task, WorkflowRun
-    from durable_workflow.transport.inline import InlineBackend
+    from durable_workflow.testing.inline import InlineBackend
 
     previous = dispatch.set_backend(InlineBackend())
     # Each side is measured on its own: no eager activity in the workflow task, no

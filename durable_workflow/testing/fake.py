@@ -27,7 +27,7 @@ from durable_workflow import ids, registry
 from durable_workflow.exceptions import DurableWorkflowError, UnknownTypeError
 from durable_workflow.executor import dispatch, hooks
 from durable_workflow.logs import get_logger
-from durable_workflow.transport.inline import InlineBackend
+from durable_workflow.testing.inline import InlineBackend
 
 if TYPE_CHECKING:
     from durable_workflow.authoring.activity import ActivityContext
@@ -135,7 +135,7 @@ class WorkflowFake:
     # -------------------------------------------------------------- running
     def drain(self) -> int:
         """Run every ready, due task (the clock never moves); nested calls do nothing."""
-        from durable_workflow.transport.inline import run_ready_tasks
+        from durable_workflow.testing.inline import run_ready_tasks
 
         if getattr(_local, "draining", False):
             return 0

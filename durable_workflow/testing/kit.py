@@ -149,8 +149,8 @@ class StubTestKit:
         ``skip_time`` (by default: as ``fake(skip_time=...)`` said) lets it jump to each
         next due timer while nothing else is ready."""
         from durable_workflow.testing import fake
+        from durable_workflow.testing.inline import run_ready_tasks
         from durable_workflow.testing.skipping import run_skipping
-        from durable_workflow.transport.inline import run_ready_tasks
 
         current = fake.active()
         if current is not None:

@@ -69,7 +69,7 @@ def run(task: TaskRecord, countdown: float | None) -> None:
 
 
 def _run_one(task: TaskRecord) -> None:
-    from durable_workflow.transport.inline import run_task
+    from durable_workflow.transport.in_process import run_task  # loads the executor
 
     try:
         run_task(task)

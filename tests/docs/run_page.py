@@ -124,7 +124,7 @@ def _worker() -> object:
 
     from durable_workflow.executor import dispatch
     from durable_workflow.testing import fake
-    from durable_workflow.transport.inline import InlineBackend, run_ready_tasks
+    from durable_workflow.testing.inline import InlineBackend, run_ready_tasks
 
     dispatch.set_backend(InlineBackend())
     done = threading.Event()

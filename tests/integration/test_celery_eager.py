@@ -54,9 +54,9 @@ def test_a_timer_waits_for_the_repair_pass_once_due(eager):
 def test_tasks_a_task_makes_run_after_it_not_inside_it(eager, monkeypatch):
     """One loop runs them in turn, so a long workflow does not deepen the stack (Celery's
     own eager mode would nest each task's apply inside the one that sent it)."""
-    from durable_workflow.transport import inline
+    from durable_workflow.transport import in_process
 
-    real, depth, deepest, ran = inline.run_task, [0], [0], []
+    real, depth, deepest, ran = in_process.run_task, [0], [0], []
 
     def counting(task):
         depth[0] += 1
@@ -67,7 +67,7 @@ def test_tasks_a_task_makes_run_after_it_not_inside_it(eager, monkeypatch):
         finally:
             depth[0] -= 1
 
-    monkeypatch.setattr(inline, "run_task", counting)
+    monkeypatch.setattr(in_process, "run_task", counting)
     stub = start("tests.sequential", "eager-3", "bob")
     assert stub.refresh().status() == "completed"
     assert len(ran) >= 3 and deepest[0] == 1

@@ -135,7 +135,7 @@ def test_racing_workflow_tasks_of_many_runs_write_no_duplicates(inline):
     stubs = [start("tests.many-steps", f"race-many-{i}", 4) for i in range(4)]
 
     def drain(_):
-        from durable_workflow.transport.inline import run_ready_tasks
+        from durable_workflow.testing.inline import run_ready_tasks
 
         return run_ready_tasks()
 

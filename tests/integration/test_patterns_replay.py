@@ -33,7 +33,7 @@ from durable_workflow.codec import envelope
 from durable_workflow.executor import sticky
 from durable_workflow.models import Task, TaskStatus, WorkflowRun
 from durable_workflow.testing import Replayer, freeze, travel
-from durable_workflow.transport.inline import InlineBackend
+from durable_workflow.testing.inline import InlineBackend
 from tests.testing.pattern_scenarios import scenarios
 from tests.testing.scenarios import Scenario
 

@@ -14,7 +14,7 @@ from durable_workflow import UnresolvedFailureError
 from durable_workflow.models import HistoryEvent
 from durable_workflow.operations.doctor import run_checks
 from durable_workflow.operations.replay import replay_instance
-from durable_workflow.transport.inline import run_ready_tasks
+from durable_workflow.testing.inline import run_ready_tasks
 from tests.integration.helpers import event_types, failures, start
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -181,7 +181,7 @@ def test_activity_limit_holds_back_a_second_in_session_task(inline, as_worker):
     register("w1", capabilities=["gpu"])
     as_worker("w1")
     stub = start("tests.session-parallel", "sess-par", 2, {"requirements": ["gpu"]}, "limit")
-    from durable_workflow.transport.inline import run_task
+    from durable_workflow.transport.in_process import run_task
 
     for task in Task.objects.filter(task_type="workflow", status="ready"):
         run_task(task)
@@ -299,7 +299,7 @@ def test_activity_heartbeat_renews_the_session_and_still_reports_cancel(inline, 
     clock.freeze()
     try:
         stub = start("tests.session-steps", "sess-beat", 1, {"lease_seconds": 20}, "beat")
-        from durable_workflow.transport.inline import run_task
+        from durable_workflow.transport.in_process import run_task
 
         run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))
         task = Task.objects.get(run_id=stub.run_id(), task_type="activity")
@@ -331,7 +331,7 @@ def recorder():
 
 
 def _schedule_the_step(instance_id: str, session_id: str) -> Any:
-    from durable_workflow.transport.inline import run_task
+    from durable_workflow.transport.in_process import run_task
 
     stub = start("tests.session-steps", instance_id, 1, None, session_id)
     run_task(Task.objects.get(run_id=stub.run_id(), task_type="workflow"))

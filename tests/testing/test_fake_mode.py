@@ -226,7 +226,7 @@ def test_inside_a_test_transaction_an_application_transaction_needs_run_ready_ta
 
 
 def test_errors_in_inline_tasks_reach_the_test(workflow_fake, monkeypatch):
-    from durable_workflow.transport import inline
+    from durable_workflow.testing import inline
 
     def broken(task):
         raise RuntimeError("executor exploded")

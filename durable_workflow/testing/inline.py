@@ -1,17 +1,18 @@
 """Running tasks in the calling process: the engine of the testing kit's fake mode.
 
 No broker, no worker: the database says what is ready and due, and this
-module runs it through the very same executor functions a Celery worker calls.
+module runs it through the very same executor functions a Celery worker calls
+(``transport/in_process.py``).
 """
 
 from __future__ import annotations
 
 import collections
-from typing import Any
 
 from durable_workflow import clock, compatibility
 from durable_workflow.store import tasks
 from durable_workflow.store.records import TaskRecord
+from durable_workflow.transport.in_process import run_task
 
 
 class InlineBackend:
@@ -25,17 +26,6 @@ class InlineBackend:
 
     def send(self, task: TaskRecord, countdown: float | None) -> None:
         self.sent[task.task_type] += 1
-
-
-def run_task(task: TaskRecord) -> str:
-    from durable_workflow import executor
-
-    runner: dict[str, Any] = {
-        "workflow": executor.run_workflow_task,
-        "activity": executor.run_activity_task,
-        "timer": executor.run_timer_task,
-    }
-    return str(runner[task.task_type](task.id))
 
 
 def run_ready_tasks(*, max_tasks: int = 100_000) -> int:

@@ -28,6 +28,10 @@ class DurableWorkflowConfig(AppConfig):
 
         interceptors.configure(interceptors.load(get_settings().INTERCEPTORS))
 
+        # The composition root: the backend that publishes task messages.
+        from durable_workflow.executor import dispatch
+
+        dispatch.configure_from_settings()
         # The entry modules register how eager execution runs each kind of follow-up
         # (executor/eager.py imports neither).
         from durable_workflow.executor import activity_task, workflow_task  # noqa: F401

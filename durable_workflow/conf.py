@@ -21,6 +21,9 @@ from durable_workflow.exceptions import ConfigurationError
 class Settings:
     #: Dotted path to the project's Celery app; ``None`` uses Celery's current app.
     CELERY_APP: str | None = None
+    #: Dotted path of the class that publishes task messages, built once by the app's
+    #: ``ready()`` (``executor.dispatch``): Celery unless a project replaces it.
+    DISPATCH_BACKEND: str = "durable_workflow.transport.celery.CeleryBackend"
     #: Extra named Celery apps for the ``connection`` routing attribute.
     CONNECTIONS: dict[str, str] = dataclasses.field(default_factory=dict)
     #: Queue for workflow tasks and activities that name none (``None``: Celery's default).
@@ -262,6 +265,7 @@ def get_settings() -> Settings:
             "DURABLE_WORKFLOW['UNSAFE_CALLS'] must be 'raise', 'warn' or 'allow'"
         )
     _check_prometheus(raw)
+    _check_dotted_path(raw, "DISPATCH_BACKEND")
     types = raw.get("FAILURE_EXCEPTION_TYPES", [])
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):
         raise ConfigurationError(
@@ -317,6 +321,19 @@ def _check_prometheus(raw: dict[str, Any]) -> None:
             "DURABLE_WORKFLOW['PROMETHEUS_METRICS'] needs prometheus-client: "
             "pip install 'durable-workflow[prometheus]'"
         )
+
+
+def _check_dotted_path(raw: dict[str, Any], key: str) -> None:
+    if key not in raw:
+        return
+    value = raw[key]
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= 300
+        or not all(part.isidentifier() for part in value.split("."))
+        or "." not in value
+    ):
+        raise ConfigurationError(f"DURABLE_WORKFLOW[{key!r}] must be a dotted path to a class")
 
 
 def _check_compatibility(raw: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """Publishing task messages, only once the transaction that made the task commits.
 
-The backend is pluggable: Celery in production, the inline executor of the
-testing kit in fake mode. Messages only carry the task id; the row decides.
+The backend is pluggable: the app's ``ready()`` installs the one
+``DURABLE_WORKFLOW['DISPATCH_BACKEND']`` names (Celery by default), and the testing
+kit's fake mode swaps in its inline backend for a while. Messages only carry the task
+id; the row decides.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Protocol
 
+from django.utils.module_loading import import_string
+
 from durable_workflow import clock
+from durable_workflow.conf import get_settings
+from durable_workflow.exceptions import ConfigurationError
 from durable_workflow.store import database
 from durable_workflow.store.records import TaskRecord
 
@@ -21,23 +27,43 @@ class Backend(Protocol):
         """Publish one message; ``BrokerUnavailable`` when the broker cannot be reached."""
 
 
-_backend: Backend | None = None
+_configured: Backend | None = None  # the deployment's, from the settings
+_backend: Backend | None = None  # one installed over it for a while (the testing kit)
+
+
+def configure_from_settings() -> Backend:
+    """Build and install the backend ``DISPATCH_BACKEND`` names; called from ``ready()``."""
+    global _configured
+    path = get_settings().DISPATCH_BACKEND
+    try:
+        factory = import_string(path)
+    except ImportError as exc:
+        raise ConfigurationError(f"DURABLE_WORKFLOW['DISPATCH_BACKEND']: {exc}") from None
+    built = factory()
+    if not callable(getattr(built, "send", None)):
+        raise ConfigurationError(
+            f"DURABLE_WORKFLOW['DISPATCH_BACKEND'] {path!r} has no send(task, countdown) method"
+        )
+    _configured = built
+    return built
 
 
 def set_backend(backend: Backend | None) -> Backend | None:
-    """Install a dispatch backend (``None`` restores the Celery default)."""
+    """Install a dispatch backend over the configured one (``None`` restores that);
+    returns the one it replaces, for restoring it."""
     global _backend
     previous, _backend = _backend, backend
     return previous
 
 
 def backend() -> Backend:
-    if _backend is None:
-        from durable_workflow.transport.celery import CeleryBackend
-
-        set_backend(CeleryBackend())
-    assert _backend is not None
-    return _backend
+    current = _backend or _configured
+    if current is None:
+        raise ConfigurationError(
+            "no dispatch backend: the durable_workflow app is not ready "
+            "(is it in INSTALLED_APPS, and was django.setup() called?)"
+        )
+    return current
 
 
 def countdown_for(available_at: dt.datetime, *, now: dt.datetime | None = None) -> float | None:

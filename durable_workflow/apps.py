@@ -28,13 +28,20 @@ class DurableWorkflowConfig(AppConfig):
 
         interceptors.configure(interceptors.load(get_settings().INTERCEPTORS))
 
-        # The composition root: the backend that publishes task messages.
+        # The composition root: the backend that publishes task messages, and the modules
+        # that register into the executor's lower layers: how eager execution runs each
+        # kind of follow-up (activity_task, workflow_task) and where a message is routed
+        # (affinity: sticky; sessions: worker sessions). Neither eager.py nor dispatch.py
+        # imports them.
         from durable_workflow.executor import dispatch
 
         dispatch.configure_from_settings()
-        # The entry modules register how eager execution runs each kind of follow-up
-        # (executor/eager.py imports neither).
-        from durable_workflow.executor import activity_task, workflow_task  # noqa: F401
+        from durable_workflow.executor import (  # noqa: F401
+            activity_task,
+            affinity,
+            sessions,
+            workflow_task,
+        )
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")

@@ -23,8 +23,9 @@ import datetime as dt
 from typing import Any
 
 from durable_workflow.conf import get_settings
-from durable_workflow.executor import routing
+from durable_workflow.executor import dispatch, routing
 from durable_workflow.executor.identity import direct_queue, registered_worker_id
+from durable_workflow.store import tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 HIT = "sticky_hit_expected"
@@ -106,9 +107,6 @@ def decide(task: TaskRecord, *, now: dt.datetime) -> tuple[str, str | None]:
 
 def hand_over(task: TaskRecord, queue: str, *, now: dt.datetime) -> None:
     """Leave ``task`` ready and send its message to the owner's direct queue."""
-    from durable_workflow.executor import dispatch
-    from durable_workflow.store import tasks
-
     tasks.mark_dispatched([task.id], now=now)
     dispatch.enqueue(task, queue=queue)
 
@@ -119,3 +117,10 @@ def may_run_here(run: RunRecord, *, now: dt.datetime) -> bool:
     if not affinity or affinity["sticky_worker_id"] == registered_worker_id():
         return True
     return routing.owner_queue(affinity["sticky_worker_id"], now=now) is None
+
+
+def _sticky_queue(task: TaskRecord, now: dt.datetime) -> str | None:
+    return routed_queue(task, now=now) if task.sticky_worker_id else None
+
+
+dispatch.add_router(_sticky_queue)

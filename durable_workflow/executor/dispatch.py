@@ -91,14 +91,22 @@ def routed(task: TaskRecord, queue: str | None = None) -> TaskRecord:
     return task
 
 
+#: Where a task's message goes instead of its own queue, asked in order until one answers:
+#: sticky routing (``affinity``) and worker sessions (``sessions``) add theirs when they
+#: are imported (the app's ``ready()`` imports both), so this module imports neither.
+_routers: list[Callable[[TaskRecord, dt.datetime], str | None]] = []
+
+
+def add_router(router: Callable[[TaskRecord, dt.datetime], str | None]) -> None:
+    """Ask ``router(task, now)`` for a direct queue for each message from now on."""
+    if router not in _routers:
+        _routers.append(router)
+
+
 def _direct_queue(task: TaskRecord) -> str | None:
-    if task.sticky_worker_id:
-        from durable_workflow.executor import affinity
-
-        return affinity.routed_queue(task, now=clock.now())
-    session_id = task.payload.get("worker_session_id") if task.payload else None
-    if session_id:
-        from durable_workflow.executor import sessions
-
-        return sessions.holder_queue(session_id, now=clock.now())
+    now = clock.now()
+    for router in _routers:
+        queue = router(task, now)
+        if queue:
+            return queue
     return None

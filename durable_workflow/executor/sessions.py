@@ -21,17 +21,21 @@ from typing import Any
 
 from durable_workflow import clock
 from durable_workflow.exceptions import ConfigurationError
+from durable_workflow.executor import dispatch
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.identity import registered_worker_id, worker_id
+from durable_workflow.executor.routing import owner_queue
 from durable_workflow.executor.session_documents import (
     live,
     metrics,
     namespace,
     snapshot,
 )
+from durable_workflow.executor.session_release import hand_back
 from durable_workflow.options import WorkerSessionOptions
 from durable_workflow.store import database, workers
 from durable_workflow.store import sessions as store
+from durable_workflow.store.records import TaskRecord
 
 WILDCARD = "*"
 
@@ -121,8 +125,6 @@ def worker_for(worker: str | None, *, now: dt.datetime) -> SessionWorker | None:
     The testing kit's in-process executor stands in as a worker serving every
     queue with every capability, registered on first use.
     """
-    from durable_workflow.executor import dispatch
-
     if worker is None:
         worker = registered_worker_id()
         if worker is None and getattr(dispatch.backend(), "in_process", False):
@@ -372,8 +374,6 @@ def close(session_id: str, worker: str) -> dict[str, Any]:
 def close_held_by(worker: str) -> list[str]:
     """A planned shutdown: close every session ``worker`` holds that no open run uses,
     hand the others back (``session_release.hand_back``); returns their ids."""
-    from durable_workflow.executor.session_release import hand_back
-
     held = store.held_by(worker, namespace=namespace())
     for session_id in held:
         if not hand_back(session_id, worker):
@@ -395,8 +395,6 @@ def renew_for_activity(options: dict[str, Any], owner: str, *, now: dt.datetime)
 
 def holder_queue(session_id: str, *, now: dt.datetime) -> str | None:
     """The direct queue of the session's live holder (``None``: any capable worker)."""
-    from durable_workflow.executor.routing import owner_queue
-
     row = store.get(namespace(), session_id)
     if row is None or row["status"] != "active" or not row["lease_owner"]:
         return None
@@ -446,3 +444,14 @@ def detail(session_id: str) -> dict[str, Any] | None:
     refresh_all()
     row = store.get(namespace(), session_id)
     return None if row is None else {"namespace": namespace(), "session": snapshot(row)}
+
+
+def _holder_queue(task: TaskRecord, now: dt.datetime) -> str | None:
+    """An in-session activity's message goes to its session holder's direct queue."""
+    session_id = task.payload.get("worker_session_id") if task.payload else None
+    if not session_id or task.sticky_worker_id:  # a sticky task is routed by affinity
+        return None
+    return holder_queue(session_id, now=now)
+
+
+dispatch.add_router(_holder_queue)

@@ -61,6 +61,11 @@ def celery_app(connection: str | None = None) -> Celery:
     return current_app._get_current_object()  # type: ignore[attr-defined,no-any-return]
 
 
+def is_eager(connection: str | None) -> bool:
+    """Does the Celery app of ``connection`` run tasks eagerly (``transport/eager.py``)?"""
+    return bool(celery_app(connection).conf.task_always_eager)
+
+
 def default_queue(connection: str | None = None) -> str:
     """The queue a task with no queue of its own lands on."""
     configured = get_settings().DEFAULT_QUEUE
@@ -115,13 +120,13 @@ class CeleryBackend:
 
     def waiting(self, task: TaskRecord) -> int | None:
         """Messages waiting ahead in the queue ``task``'s message goes to."""
-        if eager.is_eager(task.connection):
+        if is_eager(task.connection):
             return 0  # nothing is ever published
         queue = effective_queue(task.queue, task.connection, task.task_type)
         return waiting(queue, task.connection)
 
     def send(self, task: TaskRecord, countdown: float | None) -> None:
-        if eager.is_eager(task.connection):
+        if is_eager(task.connection):
             eager.run(task, countdown)
             return
         options: dict[str, Any] = {}

@@ -43,13 +43,6 @@ class _Queue(threading.local):
 _queue = _Queue()
 
 
-def is_eager(connection: str | None) -> bool:
-    """Does the Celery app of ``connection`` run tasks eagerly?"""
-    from durable_workflow.transport.celery import celery_app
-
-    return bool(celery_app(connection).conf.task_always_eager)
-
-
 def run(task: TaskRecord, countdown: float | None) -> None:
     """Run ``task`` (and what it leads to) in this process; a delayed one is left for the
     repair pass."""

@@ -12,8 +12,8 @@ from typing import Any
 
 from durable_workflow.contrib.prometheus import metrics
 from durable_workflow.observe import Recorder
-from durable_workflow.operations.queues import effective_queue
 from durable_workflow.store import database
+from durable_workflow.transport.celery import effective_queue
 
 #: History events that close a run -> the ``status`` label.
 CLOSING = {

@@ -103,7 +103,7 @@ def _label(connection: str | None) -> str:
 
 
 def _eager(connection: str | None) -> bool:
-    from durable_workflow.transport.eager import is_eager
+    from durable_workflow.transport.celery import is_eager
 
     try:
         return is_eager(connection)

@@ -39,7 +39,7 @@ def configure_from_settings() -> Backend:
         factory = import_string(path)
     except ImportError as exc:
         raise ConfigurationError(f"DURABLE_WORKFLOW['DISPATCH_BACKEND']: {exc}") from None
-    built = factory()
+    built: Backend = factory()
     if not callable(getattr(built, "send", None)):
         raise ConfigurationError(
             f"DURABLE_WORKFLOW['DISPATCH_BACKEND'] {path!r} has no send(task, countdown) method"

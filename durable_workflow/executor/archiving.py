@@ -20,6 +20,7 @@ from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.control import CloseOutcome, _repeated
+from durable_workflow.executor.intake import check_request_id, repeated_request
 from durable_workflow.models import TERMINAL_RUN_STATUSES, CommandStatus, CommandType
 from durable_workflow.store import commands, database, runs
 from durable_workflow.store.records import RunRecord
@@ -45,8 +46,6 @@ def request_archive(
     archived; each of them has ``archived_at`` set and a ``WorkflowArchived``
     event after its closing event.
     """
-    from durable_workflow.executor.intake import check_request_id, repeated_request
-
     check_reason(reason)
     check_request_id(request_id)
     now = clock.now()

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from durable_workflow import clock
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.executor import dispatch
+from durable_workflow.executor.repair import lease_lost, lease_returned
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TaskStatus, WorkflowRun
 from durable_workflow.store import connections, runs, sql, tasks
@@ -70,8 +71,6 @@ def give_back(holds: Sequence[Held], *, lost: bool = True) -> None:
 
 
 def _hand_back(held: Held, lost: bool) -> bool:
-    from durable_workflow.executor.repair import lease_lost, lease_returned
-
     now = clock.now()
     with sql.atomic(WorkflowRun):
         task = tasks.get(held.task_id)

@@ -15,6 +15,7 @@ from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.exceptions import InvalidValueError, WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.start import StartOutcome, start_workflow
 from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
@@ -182,8 +183,6 @@ def send_signal(
 def linked_start(instance_id: str, prior: commands.PriorCommand) -> Any:
     """The start command recorded with ``prior`` by one signal- or update-with-start
     (``None`` when ``prior`` was not part of one, or nothing was started)."""
-    from durable_workflow.executor.start import StartOutcome
-
     group_id = prior.payload.get("intake_group_id")
     if not isinstance(group_id, str):
         return None
@@ -311,7 +310,6 @@ def signal_with_start(
     ``request_id`` the instance already took a signal under returns that first outcome
     (its linked start too) and neither starts nor signals again.
     """
-    from durable_workflow.executor.start import start_workflow
     from durable_workflow.options import DuplicateStartPolicy
 
     check_name(signal_name, field="signal name")

@@ -30,8 +30,11 @@ from durable_workflow.engine.failures import describe
 from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor.activity_failures import non_retryable, record_final_failure
+from durable_workflow.executor.activity_task import Attempt, invoke_activity
 from durable_workflow.executor.attempts import attempt_fields
 from durable_workflow.executor.common import retry_transaction, workflow_task_row
+from durable_workflow.executor.heartbeat import check_progress
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
 from durable_workflow.store import activities, database, runs, tasks
@@ -116,8 +119,6 @@ def give_up_if_exhausted(
     run: RunRecord, task: TaskRecord, request: LocalRequest, *, now: dt.datetime
 ) -> bool:
     """A crashed attempt past the attempt budget is not run again: the activity fails."""
-    from durable_workflow.executor.activity_failures import record_final_failure
-
     if request.retry_reason != "cold_replay":
         return False
     execution = activities.execution_at_step(run.id, request.step)
@@ -149,8 +150,6 @@ def give_up_if_exhausted(
 
 def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
     """Run the activity with no transaction open."""
-    from durable_workflow.executor.activity_task import Attempt, invoke_activity
-
     return invoke_activity(
         lease.execution,
         attempt=Attempt(
@@ -170,8 +169,6 @@ def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
 @retry_transaction
 def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     """Renew the workflow task's lease and record the heartbeat (local marker)."""
-    from durable_workflow.executor.heartbeat import check_progress
-
     progress = check_progress(details)
     now = clock.now()
     until = _lease_until(now)
@@ -218,8 +215,6 @@ def finish_attempt(
     Returns ``done`` when the body can go on now, ``retry`` when a later workflow
     task will run the next attempt.
     """
-    from durable_workflow.executor.activity_failures import non_retryable, record_final_failure
-
     execution = lease.execution
     base = {
         **attempt_fields(execution, lease.attempt_id, lease.attempt_number),

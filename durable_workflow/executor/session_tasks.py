@@ -22,6 +22,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
 from durable_workflow.executor import dispatch, identity, lifecycle, sessions
+from durable_workflow.executor.activity_failures import record_final_failure
 from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus
 from durable_workflow.store import runs, tasks
@@ -89,8 +90,6 @@ def _fail_for_good(
     *,
     now: dt.datetime,
 ) -> None:
-    from durable_workflow.executor.activity_failures import record_final_failure
-
     error = WorkerSessionRejected(
         f"worker session {execution.options['worker_session']['session_id']!r} refused the "
         "activity",

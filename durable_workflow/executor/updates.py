@@ -22,6 +22,7 @@ from durable_workflow.executor.intake import (
     resolve_target,
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
+from durable_workflow.executor.start import start_workflow
 from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
@@ -278,8 +279,6 @@ def update_with_start(
 
     A ``request_id`` this instance already took an update-with-start (or an update)
     under returns the first outcome: nothing is started or submitted again."""
-    from durable_workflow.executor.start import start_workflow
-
     check_name(update_name, field="update name")
     check_request_id(request_id)
     group: dict[str, Any] = {

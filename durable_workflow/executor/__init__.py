@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from durable_workflow.executor.activity_task import run_activity_task
+    from durable_workflow.executor.outcomes import WorkflowTaskOutcome
     from durable_workflow.executor.repair import RepairReport, repair_pass
     from durable_workflow.executor.start import StartOutcome, start_workflow
     from durable_workflow.executor.timer_task import run_timer_task
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "RepairReport": "repair",
     "StartOutcome": "start",
+    "WorkflowTaskOutcome": "outcomes",
     "repair_pass": "repair",
     "run_activity_task": "activity_task",
     "run_timer_task": "timer_task",
@@ -32,6 +34,7 @@ _EXPORTS = {
 __all__ = [
     "RepairReport",
     "StartOutcome",
+    "WorkflowTaskOutcome",
     "repair_pass",
     "run_activity_task",
     "run_timer_task",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.db import DatabaseError
 
@@ -55,6 +55,7 @@ from durable_workflow.executor.common import (
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.local_activities import LocalLease
+from durable_workflow.executor.outcomes import WorkflowTaskOutcome as Outcome
 from durable_workflow.executor.persist import close, persist
 from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
@@ -93,12 +94,9 @@ class _Pending:
     lease: LocalLease
 
 
-def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> str:
-    """Execute one workflow task; returns ``completed``, ``skipped``, ``failed``,
-    ``timed_out``, ``retrying`` (a local activity retries in a later task),
-    ``incompatible`` (this worker does not support the run's compatibility marker),
-    ``held`` (the run's sticky owner is live: the message went on to it) or ``early``
-    (not due yet on this process's clock: the message is sent again for then).
+def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> Outcome:
+    """Execute one workflow task; returns what it came to (``WorkflowTaskOutcome``, in
+    ``outcomes.py``, says what each value means).
 
     ``redelivered``: the broker delivers this message again (an earlier delivery may
     have died with its worker), see ``poison``."""
@@ -107,14 +105,14 @@ def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> str:
     return outcome
 
 
-def run_once(task_id: Any, *, redelivered: bool = False) -> str:
+def run_once(task_id: Any, *, redelivered: bool = False) -> Outcome:
     """One workflow task, without the follow-ups it hands to this process.
 
     An error (other than a database connection error) is counted on the task, which is
     parked once it used up ``WORKFLOW_TASK_MAX_ATTEMPTS`` (``failed``); an interrupt is
     not counted, and goes on up."""
     attempt = poison.Attempt(task_id, redelivered=redelivered)
-    started, outcome = time.monotonic(), "error"
+    started, outcome = time.monotonic(), "error"  # the metric's label when it raises
     with logs.scope():  # the run is bound once read (``_start_once``)
         try:
             outcome = _run_once(attempt)
@@ -124,7 +122,7 @@ def run_once(task_id: Any, *, redelivered: bool = False) -> str:
             observe.workflow_task(workflow_type, outcome, time.monotonic() - started)
 
 
-def _run_once(attempt: poison.Attempt) -> str:
+def _run_once(attempt: poison.Attempt) -> Outcome:
     task_id = attempt.task_id
     try:
         outcome = _start(task_id, attempt)
@@ -136,11 +134,11 @@ def _run_once(attempt: poison.Attempt) -> str:
         raise
     except Exception as exc:
         if poison.failed(attempt, exc):
-            return "failed"
+            return Outcome.FAILED
         raise
 
 
-def finish_pending(outcome: str | _Pending) -> str:
+def finish_pending(outcome: Outcome | _Pending) -> Outcome:
     """Run the local activities a workflow task pauses for, one after the other; if that
     fails, the workflow task is handed back at once for another worker."""
     while isinstance(outcome, _Pending):
@@ -155,17 +153,18 @@ def finish_pending(outcome: str | _Pending) -> str:
     return outcome
 
 
-def _start(task_id: Any, attempt: poison.Attempt | None = None) -> str | _Pending:
+def _start(task_id: Any, attempt: poison.Attempt | None = None) -> Outcome | _Pending:
     attempt = attempt or poison.Attempt(task_id)
     outcome = _start_checked(attempt)
     if outcome == poison.MARK:  # an earlier attempt may have died: count this one first
         if poison.mark(attempt):
-            return "failed"  # it was the one too many: parked
+            return Outcome.FAILED  # it was the one too many: parked
         outcome = _start_checked(attempt)
-    return outcome
+    # Counted now, so the attempt needs no mark any more.
+    return cast("Outcome | _Pending", outcome)
 
 
-def _start_checked(attempt: poison.Attempt) -> str | _Pending:
+def _start_checked(attempt: poison.Attempt) -> Outcome | _Pending | str:
     try:
         return _start_once(attempt)
     except DatabaseError as exc:
@@ -177,7 +176,9 @@ def _start_checked(attempt: poison.Attempt) -> str | _Pending:
 
 
 @retry_transaction
-def _start_once(attempt: poison.Attempt) -> str | _Pending:
+def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | str:
+    """The task claimed and advanced; ``poison.MARK`` when the attempt must be counted
+    before it may run."""
     task_id = attempt.task_id
     now = clock.now()
     settings = get_settings()
@@ -195,26 +196,26 @@ def _start_once(attempt: poison.Attempt) -> str | _Pending:
             ],
         )
         if task is None or task.status != TaskStatus.READY or run is None:
-            return "skipped"
+            return Outcome.SKIPPED
         logs.bind(run)
         if task.available_at > now:
             # Written by a process whose clock is ahead of this one's: the claim would be
             # refused, so ask again when the task is due here (as timer tasks do).
             dispatch.enqueue(task)
-            return "early"
+            return Outcome.EARLY
         if compatibility.refuse(task):
-            return "incompatible"
+            return Outcome.INCOMPATIBLE
         replay_mode, owner_queue = affinity.decide(task, now=now)
         if owner_queue is not None:
             affinity.hand_over(task, owner_queue, now=now)  # the run is warm elsewhere
-            return "held"
+            return Outcome.HELD
         if run.status == RunStatus.RUNNING and tasks.workflow_task_in_progress(
             run.id, now=now, besides=task.id
         ):
             # A local activity of this run is running under another task's lease: try later.
             tasks.release(task.id, available_at=now + dt.timedelta(seconds=1), now=now)
             dispatch.enqueue(tasks.get(task.id))  # type: ignore[arg-type]
-            return "busy"
+            return Outcome.BUSY
         if poison.needs_mark(task, attempt):
             return poison.MARK
         claimed = _claim(
@@ -225,17 +226,17 @@ def _start_once(attempt: poison.Attempt) -> str | _Pending:
             count=not attempt.counted,
         )
         if claimed is None:
-            return "skipped"
+            return Outcome.SKIPPED
         waited = (now - task.available_at).total_seconds()
         observe.task_started("workflow", task.queue, task.connection, waited)
         if run.status in TERMINAL_RUN_STATUSES:
             tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
-            return "skipped"
+            return Outcome.SKIPPED
         expired = expired_deadline(run, now)
         if expired is not None:
             time_out_run(run, *expired, now=now)
             tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
-            return "timed_out"
+            return Outcome.TIMED_OUT
         if claimed.payload.get("absorb"):  # child outcomes or messages arrived
             lifecycle.append(run, report_children(run) + deliver_pending(run), now=now)
         runtime = _runtime_for(run)
@@ -264,7 +265,7 @@ def _claim(
 
 
 @retry_transaction
-def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
+def _resume(pending: _Pending, ok: bool, value: Any) -> Outcome | _Pending:
     now = clock.now()
     lease = pending.lease
     with sql.atomic(WorkflowRun):
@@ -273,17 +274,17 @@ def _resume(pending: _Pending, ok: bool, value: Any) -> str | _Pending:
         run = runs.lock_run(lease.run_id)
         if run is None or not tasks.still_held(task.id, task.lease_id, task.lease_generation):
             pending.runtime.dispose()  # the lease was lost: another worker redoes the task
-            return "stale"
+            return Outcome.STALE
         if run.status in TERMINAL_RUN_STATUSES:
             pending.runtime.dispose()
             tasks.settle(task.id, TaskStatus.CANCELLED, now=now)
-            return "skipped"
+            return Outcome.SKIPPED
         if local_activities.finish_attempt(run, lease, ok, value, now=now) == "retry":
             pending.runtime.dispose()
             tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
             run.set(status=RunStatus.WAITING)
             runs.save_run(run, now=now)
-            return "retrying"
+            return Outcome.RETRYING
         return _advance_and_settle(run, task, pending.runtime, now=now)
 
 
@@ -364,7 +365,7 @@ def _advance_and_settle(
     *,
     now: dt.datetime,
     unsaved: Any = None,
-) -> str | _Pending:
+) -> Outcome | _Pending:
     """Advance the body; settle the task, or pause it for a local activity.
 
     ``unsaved``: the task's row, not inserted yet (:func:`continue_here`, whose
@@ -386,7 +387,7 @@ def _advance_and_settle(
         except TASK_FAILURES as exc:
             runtime.dispose()
             parking.park_on_error(run, task.id, exc, now=now)
-            return "failed"
+            return Outcome.FAILED
     if request is not None and local_activities.give_up_if_exhausted(run, task, request, now=now):
         return _advance_and_settle(run, task, runtime, now=now, unsaved=unsaved)
     if request is not None:
@@ -402,7 +403,7 @@ def _advance_and_settle(
         tasks.settle(task.id, TaskStatus.COMPLETED, now=now)
     runs.save_run(run, now=now)
     _keep_tail(run, runtime)
-    return "completed"
+    return Outcome.COMPLETED
 
 
 def _keep_tail(run: RunRecord, runtime: WorkflowRuntime) -> None:

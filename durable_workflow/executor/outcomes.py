@@ -1,0 +1,34 @@
+"""What one workflow task came to: ``run_workflow_task``'s answer.
+
+A ``StrEnum``, so an outcome still compares equal to its name (``== "completed"``),
+goes into a metric label or a Celery result as that name, and a new outcome is added
+here, with its meaning, rather than as a bare string somewhere in the executor.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class WorkflowTaskOutcome(enum.StrEnum):
+    #: The body advanced: its new commands and events are recorded, the task settled.
+    COMPLETED = "completed"
+    #: Nothing to do: the task is no longer ready, another worker claimed it, or the run
+    #: is closed (its task is cancelled then).
+    SKIPPED = "skipped"
+    #: The task failed and was parked (a task failure, or the attempt one too many).
+    FAILED = "failed"
+    #: The run's own deadline passed: the run is closed as timed out.
+    TIMED_OUT = "timed_out"
+    #: A local activity failed and retries in a later workflow task.
+    RETRYING = "retrying"
+    #: This worker does not support the run's compatibility marker: the task stays ready.
+    INCOMPATIBLE = "incompatible"
+    #: The run's sticky owner is live: the message went on to its direct queue.
+    HELD = "held"
+    #: Not due yet on this process's clock: the message is sent again for then.
+    EARLY = "early"
+    #: A local activity of the run runs under another task's lease: tried again in 1 s.
+    BUSY = "busy"
+    #: The lease of a task paused for a local activity was lost: another worker redoes it.
+    STALE = "stale"

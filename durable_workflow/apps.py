@@ -42,6 +42,7 @@ class DurableWorkflowConfig(AppConfig):
             sessions,
             workflow_task,
         )
+        from durable_workflow.operations import bulk  # noqa: F401  (the repair pass resends its jobs)
 
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")

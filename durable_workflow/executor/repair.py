@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from durable_workflow import clock, logs, observe
@@ -82,11 +83,19 @@ def _repair_pass(now: dt.datetime | None) -> RepairReport:
     )
 
 
+#: Sends stalled bulk jobs again, installed by ``operations/bulk.py`` (which the app's
+#: ``ready()`` imports), so the executor imports no operation module.
+_bulk_job_resender: list[Callable[[dt.datetime], int]] = []
+
+
+def set_bulk_job_resender(resend: Callable[[dt.datetime], int]) -> None:
+    """``resend(now)`` sends the stalled bulk jobs again and says how many."""
+    _bulk_job_resender[:] = [resend]
+
+
 def _resend_stalled_bulk_jobs(now: dt.datetime) -> int:
     """A bulk job is a Celery message too: one whose worker died is sent again."""
-    from durable_workflow.operations import bulk  # the admin's operations, imported late
-
-    return len(bulk.resend_stalled(now=now))
+    return sum(resend(now) for resend in _bulk_job_resender)
 
 
 def _lost(

@@ -39,6 +39,7 @@ from django.db.models import QuerySet
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
+from durable_workflow.executor import repair
 from durable_workflow.logs import get_logger
 from durable_workflow.models import BulkItemState, BulkJob, BulkJobItem, BulkJobStatus
 from durable_workflow.store import database
@@ -282,3 +283,10 @@ def run_bulk_job(job_id: str) -> str:
         fail(job_id, f"{type(exc).__name__}: {exc}")
         raise
     return str(job.status)
+
+
+def _resend_stalled_count(now: dt.datetime) -> int:
+    return len(resend_stalled(now=now))
+
+
+repair.set_bulk_job_resender(_resend_stalled_count)

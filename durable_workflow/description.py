@@ -90,7 +90,23 @@ class UpdateWait:
     kind: str = "update"
 
 
-Wait = TimerWait | SignalWait | ConditionWait | ActivityWait | ChildWait | UpdateWait
+@dataclasses.dataclass(frozen=True)
+class QueueSlotWait:
+    """The run has not started: its queue limits its runs (``workflow_concurrency``) and
+    no slot is free for it yet. Always first, before anything the body opened."""
+
+    queue: str
+    sequence: int = 0
+    kind: str = "queue_slot"
+
+    @property
+    def summary(self) -> str:
+        return f'waiting for a slot on workflow queue "{self.queue}"'
+
+
+Wait = (
+    TimerWait | SignalWait | ConditionWait | ActivityWait | ChildWait | UpdateWait | QueueSlotWait
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,3 +143,11 @@ class WorkflowDescription:
     @property
     def parked(self) -> bool:
         return self.task_failure is not None
+
+    @property
+    def waiting_for_queue(self) -> str | None:
+        """The queue whose free slot the run waits for before it starts, if any."""
+        for wait in self.waiting_on:
+            if isinstance(wait, QueueSlotWait):
+                return wait.queue
+        return None

@@ -108,12 +108,20 @@ class StartOptions:
     #: Headers the run starts with (``durable_workflow.headers``): workflow interceptors
     #: see them in ``handle_workflow`` and ``dw.info().headers`` on every replay.
     headers: dict[str, str] = field(default_factory=dict)
+    #: The queue the run is routed to (default: the workflow class's ``queue``); a queue
+    #: with ``workflow_concurrency`` in ``DURABLE_WORKFLOW["QUEUES"]`` keeps it waiting.
+    queue: str | None = None
+    #: Orders the runs waiting on such a queue: 0 first, 9 last (``None``: 5), first
+    #: come first served within a priority (``check_priority``).
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
         )
         check_deduplication_id(self.deduplication_id)
+        object.__setattr__(self, "queue", _name_or_none("queue", self.queue))
+        check_priority(self.priority, field="StartOptions.priority")
         headers = check_headers(self.headers, field="StartOptions.headers")
         object.__setattr__(self, "headers", headers)
         for name, label in (
@@ -165,6 +173,9 @@ class StartOptions:
     def with_deduplication_id(self, deduplication_id: str | None) -> StartOptions:
         return dataclasses.replace(self, deduplication_id=deduplication_id)
 
+    def with_queue(self, queue: str | None, *, priority: int | None = None) -> StartOptions:
+        return dataclasses.replace(self, queue=queue, priority=priority)
+
 
 DEDUPLICATION_ID_MAX_LENGTH = 191
 
@@ -206,6 +217,9 @@ class ChildWorkflowOptions:
     queue: str | None = None
     connection: str | None = None
     instance_id: str | None = None
+    #: Orders the child among the runs waiting on a queue that limits its runs
+    #: (``StartOptions.priority``).
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         from durable_workflow.ids import validate_instance_id
@@ -213,6 +227,7 @@ class ChildWorkflowOptions:
         object.__setattr__(self, "parent_close_policy", ParentClosePolicy(self.parent_close_policy))
         if self.instance_id is not None:
             object.__setattr__(self, "instance_id", validate_instance_id(self.instance_id))
+        check_priority(self.priority, field="ChildWorkflowOptions.priority")
 
     def snapshot(self) -> dict[str, Any]:
         snapshot: dict[str, Any] = {
@@ -222,14 +237,23 @@ class ChildWorkflowOptions:
         }
         if self.instance_id is not None:
             snapshot["instance_id"] = self.instance_id
+        if self.priority is not None:  # absent otherwise: older histories stay as they are
+            snapshot["priority"] = self.priority
         return snapshot
 
 
 def _name_or_none(name: str, value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 255:
-        raise ConfigurationError(f"{name} must be a non-empty string of at most 255 characters")
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value.strip()) > 255
+        or not value.isprintable()
+    ):
+        raise ConfigurationError(
+            f"{name} must be a non-empty printable string of at most 255 characters"
+        )
     return value.strip()
 
 

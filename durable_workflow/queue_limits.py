@@ -15,6 +15,15 @@ period, fleet-wide (``"N/s"``, ``"N/m"``, ``"N/h"``, or ``"N/Ks"`` for a period 
 seconds, minutes or hours). ``worker_concurrency``: attempts leased at once by one
 worker node (a Celery ``-n`` node name, all its pool processes together).
 
+``workflow_concurrency`` limits the workflow *runs* routed to the queue instead (DBOS's
+workflow queues): at most that many open runs of the queue have been let start, and
+the rest wait ``pending``, lower priority first (``options.check_priority``), first
+come first served within one; the gate is :mod:`durable_workflow.executor.workflow_gate`::
+
+    DURABLE_WORKFLOW = {"QUEUES": {"reports": {"workflow_concurrency": 5}}}
+
+The keys count different things (attempts, runs), so one queue may have both kinds.
+
 Pure values, no database: the gate that enforces them is
 :mod:`durable_workflow.executor.queue_gate`. This module is the one place the setting
 is read and checked.
@@ -28,7 +37,7 @@ from typing import Any
 
 from durable_workflow.exceptions import ConfigurationError
 
-_KEYS = {"concurrency", "rate", "worker_concurrency"}
+_KEYS = {"concurrency", "rate", "worker_concurrency", "workflow_concurrency"}
 _RATE = re.compile(r"(?P<limit>[0-9]{1,9})/(?P<count>[0-9]{0,6})(?P<unit>[smh])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 #: A window longer than a day is a quota, not a rate: refused rather than half-served.
@@ -55,9 +64,12 @@ class QueueLimit:
     concurrency: int | None = None
     rate: Rate | None = None
     worker_concurrency: int | None = None
+    #: Open runs of the queue let start at once (not an activity limit: see ``limited``).
+    workflow_concurrency: int | None = None
 
     @property
     def limited(self) -> bool:
+        """Whether the queue limits its activity attempts."""
         return (
             self.concurrency is not None
             or self.rate is not None
@@ -117,6 +129,7 @@ def parse(raw: Any) -> dict[str, QueueLimit]:
             concurrency=_count(spec, "concurrency", where),
             rate=None if rate is None else parse_rate(rate, where=f"{where}['rate']"),
             worker_concurrency=_count(spec, "worker_concurrency", where),
+            workflow_concurrency=_count(spec, "workflow_concurrency", where),
         )
     return limits
 
@@ -138,7 +151,7 @@ def waiting_words(queue: str, reason: str | None = "concurrency") -> str:
 
 
 def declared() -> dict[str, QueueLimit]:
-    """Every declared queue with a limit."""
+    """Every declared queue with a limit on its activity attempts."""
     from durable_workflow.conf import get_settings
 
     return {name: limit for name, limit in get_settings().QUEUES.items() if limit.limited}
@@ -149,3 +162,19 @@ def limit_of(queue: str | None) -> QueueLimit | None:
     if queue is None:
         return None
     return declared().get(queue)
+
+
+def workflow_limits() -> dict[str, int]:
+    """Queue name: ``workflow_concurrency``, for every queue that limits its runs."""
+    from durable_workflow.conf import get_settings
+
+    return {
+        name: limit.workflow_concurrency
+        for name, limit in get_settings().QUEUES.items()
+        if limit.workflow_concurrency is not None
+    }
+
+
+def workflow_limit_of(queue: str | None) -> int | None:
+    """How many open runs of ``queue`` may have started (``None``: no limit)."""
+    return None if queue is None else workflow_limits().get(queue)

@@ -35,7 +35,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.operations.attention import KINDS, attention_of
-from durable_workflow.store import work_queues
+from durable_workflow.store import work_queues, workflow_queues
 
 _OPENS = (EventType.SIGNAL_WAIT_OPENED, EventType.CONDITION_WAIT_OPENED)
 _CLOSES = (
@@ -162,6 +162,8 @@ def triage(runs: Iterable[WorkflowRun]) -> dict[uuid.UUID, Triage]:
         return found
     for run_id, kinds in attention_of(ids).items():
         found[run_id].attention = kinds
+    for run_id, queue in workflow_queues.waiting_of_runs(ids).items():
+        found[run_id].waits.append((0, f'waiting for a slot on workflow queue "{queue}"'))
     _timers(ids, found)
     _message_waits(ids, found)
     _activities(ids, found)

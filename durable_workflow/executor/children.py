@@ -58,7 +58,9 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
         arguments=[],
         encoded_arguments=command.arguments,
         payload_codec=run.payload_codec,
-        options=StartOptions(headers=options.get("headers") or {}),
+        options=StartOptions(
+            headers=options.get("headers") or {}, priority=options.get("priority")
+        ),
         queue=options.get("queue"),
         connection=options.get("connection"),
         source="parent_workflow",

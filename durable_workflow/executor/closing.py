@@ -22,7 +22,7 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
 
     Call after ``run.status`` is set to its final value.
     """
-    from durable_workflow.executor import children, session_release
+    from durable_workflow.executor import children, session_release, workflow_gate
 
     continued = run.status == "completed" and run.closed_reason == "continued"
     # One read says what is open (unless the settle this closing follows asked already);
@@ -37,6 +37,7 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
     if not continued:
         children.notify_parent(run, outcome, now=now)
         session_release.release_for_closed_run(run, now=now)
+        workflow_gate.release(run)  # (a continuing run hands its slot on)
     return events
 
 

@@ -22,6 +22,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import commands, database, runs, tasks
 from durable_workflow.store.records import RunRecord
+from durable_workflow.store.workflow_queues import WAITING
 from durable_workflow.text import check_reason
 
 
@@ -208,6 +209,21 @@ def _close_command(
                     category="terminated",
                     exception_type="WorkflowTerminated",
                     message=reason or "the workflow was terminated",
+                    reason=reason,
+                    now=now,
+                )
+                lifecycle.append(run, events, now=now)
+            elif run.queue_slot == WAITING:
+                # Not started (waiting for a slot on its queue): no body to clean up, so
+                # it closes now, and the slot it never held stays with whoever has it.
+                events = [(EventType.CANCEL_REQUESTED, requested)]
+                events += close_as(
+                    run,
+                    status=RunStatus.CANCELLED,
+                    event_type=EventType.WORKFLOW_CANCELLED,
+                    category="cancelled",
+                    exception_type="WorkflowCancelled",
+                    message=reason or "the workflow was cancelled before it started",
                     reason=reason,
                     now=now,
                 )

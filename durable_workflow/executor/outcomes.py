@@ -32,3 +32,6 @@ class WorkflowTaskOutcome(enum.StrEnum):
     BUSY = "busy"
     #: The lease of a task paused for a local activity was lost: another worker redoes it.
     STALE = "stale"
+    #: The run waits for a slot on a queue that limits its runs: the task waits again,
+    #: with no message, until a slot frees (``workflow_gate``).
+    QUEUED = "queued"

@@ -15,7 +15,7 @@ from typing import Any
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import BrokerUnavailable
-from durable_workflow.executor import dispatch, lifecycle, queue_gate
+from durable_workflow.executor import dispatch, lifecycle, queue_gate, workflow_gate
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.logs import get_logger
@@ -63,7 +63,8 @@ def _repair_pass(now: dt.datetime | None) -> RepairReport:
     )
     sent = _resend(_lost(due, now=now, in_backlog=settings.REDISPATCH_MAX_BACKOFF_SECONDS))
     tasks.mark_dispatched(sent, now=now)
-    woken = queue_gate.wake_all()  # slots freed by reclaims, timeouts, lost wake-ups
+    # Slots freed by reclaims, timeouts, lost wake-ups: activity queues, then run queues.
+    woken = queue_gate.wake_all() + workflow_gate.wake_all()
     bulk_jobs = _resend_stalled_bulk_jobs(now)
     if reclaimed or sent or timed_out or woken or bulk_jobs:
         logger.info(

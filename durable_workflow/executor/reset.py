@@ -23,7 +23,7 @@ from durable_workflow.exceptions import (
     ResetRefusedError,
     WorkflowNotFoundError,
 )
-from durable_workflow.executor import lifecycle
+from durable_workflow.executor import lifecycle, workflow_gate
 from durable_workflow.executor.closing import close_as
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.ids import validate_instance_id
@@ -256,6 +256,8 @@ def _new_run(
         carried["run_deadline_at"] = now + dt.timedelta(seconds=carried["run_timeout_seconds"])
     # The current build replays the prefix and runs the rest.
     carried["compatibility"] = compatibility.current_marker()
+    if fork:  # a new execution queues for a slot of its own; a reset keeps the old one's
+        carried.pop("queue_slot", None)
     new = runs.create_run(
         instance_id=target,
         workflow_type=old.workflow_type,
@@ -269,6 +271,8 @@ def _new_run(
     )
     # The fingerprint the prefix was recorded under (``patched()`` reads it).
     new.set(workflow_definition_fingerprint=old.workflow_definition_fingerprint)
+    if fork:
+        workflow_gate.enter(new, now=now)
     if carried.get("search_attributes"):
         visibility_store.replace_attributes(new.id, carried["search_attributes"])
     return new

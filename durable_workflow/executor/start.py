@@ -11,7 +11,7 @@ from durable_workflow import clock, compatibility
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import deduplication, dispatch, lifecycle
+from durable_workflow.executor import deduplication, dispatch, lifecycle, workflow_gate
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.headers import with_headers
 from durable_workflow.ids import validate_instance_id
@@ -22,8 +22,8 @@ from durable_workflow.models import (
     RunStatus,
     TaskType,
 )
-from durable_workflow.options import DuplicateStartPolicy, StartOptions
-from durable_workflow.store import commands, database, runs, tasks
+from durable_workflow.options import DEFAULT_PRIORITY, DuplicateStartPolicy, StartOptions
+from durable_workflow.store import commands, database, runs, tasks, workflow_queues
 from durable_workflow.store import visibility as visibility_store
 
 
@@ -63,10 +63,13 @@ def start_workflow(
     for child workflows, whose arguments arrive already encoded in the parent's codec;
     ``lineage_events``
     are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``) and are
-    informational to replay.
+    informational to replay. ``options.queue``, when set, routes the run instead of
+    ``queue``; on a queue that limits its runs, the run may wait for a slot
+    (``workflow_gate``).
     """
     validate_instance_id(instance_id)
     settings = get_settings()
+    queue = options.queue or queue
     codec = payload_codec or settings.PAYLOAD_CODEC
     # Encoding first means bad arguments fail before anything is written.
     encoded = encoded_arguments or envelope.encode(list(arguments), codec)
@@ -157,6 +160,7 @@ def start_workflow(
             ],
             now=now,
         )
+        starts_now = workflow_gate.enter(run, now=now)
         task = tasks.create_task(
             run_id=run.id,
             task_type=TaskType.WORKFLOW,
@@ -168,7 +172,10 @@ def start_workflow(
         )
         run.set(status=RunStatus.PENDING)
         runs.save_run(run, now=now)
-        dispatch.enqueue(task)
+        if starts_now:
+            dispatch.enqueue(task)
+        else:  # no message until a slot frees (``workflow_gate.wake``)
+            workflow_queues.mark_task_waiting(task.id, now=now)
     return StartOutcome(True, "started_new", command.id, instance_id, run.id)
 
 
@@ -223,6 +230,7 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
         "execution_deadline_at": deadline(options.execution_timeout_seconds),
         "run_deadline_at": deadline(options.run_timeout_seconds),
         "deduplication_id": options.deduplication_id,
+        "priority": DEFAULT_PRIORITY if options.priority is None else options.priority,
     }
 
 

@@ -42,6 +42,7 @@ from durable_workflow.executor import (
     parking,
     poison,
     sticky,
+    workflow_gate,
 )
 from durable_workflow.executor.attempts import start_eagerly
 from durable_workflow.executor.children import report_children
@@ -198,6 +199,8 @@ def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | str:
         if task is None or task.status != TaskStatus.READY or run is None:
             return Outcome.SKIPPED
         logs.bind(run)
+        if workflow_gate.refuse(run, task, now=now):
+            return Outcome.QUEUED  # the run waits for a slot; sent again when one frees
         if task.available_at > now:
             # Written by a process whose clock is ahead of this one's: the claim would be
             # refused, so ask again when the task is due here (as timer tasks do).

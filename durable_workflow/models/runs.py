@@ -90,6 +90,11 @@ class WorkflowRun(models.Model):
     sticky_until = models.DateTimeField(null=True, blank=True)
     #: ``StartOptions.deduplication_id``: at most one open run holds a given id.
     deduplication_id = models.CharField(max_length=191, null=True, blank=True)
+    #: On a queue that limits its runs (``workflow_concurrency``): ``waiting`` for a slot
+    #: (not started), or ``held`` (let start; the slot is the run's until it closes).
+    queue_slot = models.CharField(max_length=8, null=True, blank=True)
+    #: ``StartOptions.priority``: orders the runs waiting on a queue (0 first, 9 last).
+    priority = models.PositiveSmallIntegerField(default=5)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -115,6 +120,7 @@ class WorkflowRun(models.Model):
             models.Index(fields=["business_key"], name="dw_run_business_key"),
             models.Index(fields=["workflow_type", "started_at"], name="dw_run_type_started"),
             models.Index(fields=["archived_at"], name="dw_run_archived"),
+            models.Index(fields=["queue", "queue_slot"], name="dw_run_queue_slot"),
         ]
 
     def __str__(self) -> str:

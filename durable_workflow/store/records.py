@@ -42,6 +42,8 @@ class RunRecord:
     sticky_worker_id: str | None = None
     sticky_until: dt.datetime | None = None
     archived_at: dt.datetime | None = None
+    #: ``waiting`` / ``held`` on a queue limiting its runs (``executor.workflow_gate``).
+    queue_slot: str | None = None
     dirty: set[str] = field(default_factory=set, repr=False)
     #: Events appended through this record (this transaction), as a read would return them.
     appended: list[Any] = field(default_factory=list, repr=False, compare=False)

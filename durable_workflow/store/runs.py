@@ -49,6 +49,7 @@ _RUN_FIELDS = (
     "sticky_worker_id",
     "sticky_until",
     "archived_at",
+    "queue_slot",
 )
 
 
@@ -253,6 +254,9 @@ def continuation_fields(run_id: uuid.UUID) -> dict[str, Any]:
             "run_timeout_seconds",
             "execution_deadline_at",
             "compatibility",
+            # The continuing run keeps its queue slot (and its place, had it one).
+            "queue_slot",
+            "priority",
         )
         .get()
     )

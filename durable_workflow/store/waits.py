@@ -8,6 +8,7 @@ from durable_workflow.description import (
     ActivityWait,
     ChildWait,
     ConditionWait,
+    QueueSlotWait,
     SignalWait,
     TaskFailure,
     TimerWait,
@@ -65,9 +66,15 @@ def describe(instance_id: str, workflow_type: str, run: RunRecord | None) -> Wor
         run_number=run.run_number,
         status=run.status,
         closed_reason=run.closed_reason,
-        waiting_on=waits_of(run.id) if is_open else (),
+        waiting_on=(_slot_wait(run) + waits_of(run.id)) if is_open else (),
         task_failure=task_failure_of(run.id) if is_open else None,
     )
+
+
+def _slot_wait(run: RunRecord) -> tuple[Wait, ...]:
+    if run.queue_slot != "waiting" or run.queue is None:
+        return ()
+    return (QueueSlotWait(queue=run.queue),)
 
 
 def waits_of(run_id: uuid.UUID) -> tuple[Wait, ...]:

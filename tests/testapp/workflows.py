@@ -295,4 +295,5 @@ from tests.testapp import (  # noqa: E402
     unsafe,  # noqa: F401
     versioned,  # noqa: F401
     webhook_workflows,  # noqa: F401
+    workflow_queues,  # noqa: F401
 )

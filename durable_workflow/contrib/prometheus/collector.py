@@ -1,10 +1,10 @@
 """Gauges read from the database when Prometheus scrapes: open runs, tasks by queue, and
 the limited work queues (``queues``).
 
-Two aggregate queries per scrape (and the limited queues' own), on indexed status
-columns, whatever the history size. The numbers are the database's, so every process
-that serves the scrape view reports the same ones (aggregate them with ``max``, not
-``sum``, across instances).
+Two aggregate queries per scrape (and the limited queues' own, and one more when a
+queue limits its runs), on indexed status columns, whatever the history size. The
+numbers are the database's, so every process that serves the scrape view reports the
+same ones (aggregate them with ``max``, not ``sum``, across instances).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
+from durable_workflow.operations.doctor.workflow_queues import workflow_queue_usage
 from durable_workflow.operations.queue_limits import queue_report
 
 logger = get_logger("durable_workflow")
@@ -92,6 +93,7 @@ class DatabaseCollector(Collector):
         now = clock.now()
         try:
             runs, tasks, queues = open_runs(), open_tasks(now), queue_report(now)
+            slots = workflow_queue_usage()
         except DatabaseError:
             logger.exception("the Prometheus database gauges could not be read")
             up.add_metric([], 0)
@@ -100,6 +102,23 @@ class DatabaseCollector(Collector):
         up.add_metric([], 1)
         yield up
         yield from _families(runs, tasks, queues)
+        yield from _workflow_queue_families(slots)
+
+
+def _workflow_queue_families(queues: dict[str, dict[str, int]]) -> Iterator[GaugeMetricFamily]:
+    """Limit, running and waiting runs of each queue limiting its runs (none: no series)."""
+    described = {
+        "limit": "The most runs of the queue let start at once (workflow_concurrency).",
+        "running": "Open runs of the queue holding a slot (let start, not closed).",
+        "waiting": "Runs of the queue waiting, pending, for a free slot.",
+    }
+    for state, text in described.items():
+        family = GaugeMetricFamily(
+            f"durable_workflow_workflow_queue_{state}", text, labels=["queue"]
+        )
+        for queue, row in sorted(queues.items()):
+            family.add_metric([queue], row[state])
+        yield family
 
 
 def _families(

@@ -20,6 +20,7 @@ from durable_workflow.operations.doctor import (
     queue_limits,
     work,
     workers,
+    workflow_queues,
 )
 from durable_workflow.operations.doctor.result import (
     ERROR,
@@ -60,6 +61,7 @@ CHECKS: list[tuple[Check, tuple[str, ...]]] = [
     (compatibility.check_worker_compatibility, ("database", "migrations")),
     (queue_limits.check_queue_limits, ("settings", "database", "migrations")),
     (bulk_jobs.check_bulk_jobs, ("database", "migrations")),
+    (workflow_queues.check_workflow_queues, ("settings", "database", "migrations")),
 ]
 
 #: Checks that need no broker round trip (the health view runs these).
@@ -76,6 +78,7 @@ FAST_CHECK_IDS = (
     "durable_resume_paths",
     "worker_compatibility",
     "queue_limits",
+    "workflow_queues",
 )
 
 
@@ -110,6 +113,7 @@ TITLES = {
     "guardrails": "Workflow code replays deterministically",
     "worker_compatibility": compatibility.TITLE,
     "bulk_jobs": bulk_jobs.TITLE,
+    "workflow_queues": workflow_queues.TITLE,
 }
 
 

@@ -18,7 +18,12 @@ from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.exceptions import ConfigurationError, InvalidInstanceIdError
 from durable_workflow.ids import validate_instance_id
-from durable_workflow.options import DuplicateStartPolicy, StartOptions
+from durable_workflow.options import (
+    DEDUPLICATION_ID_MAX_LENGTH,
+    DuplicateStartPolicy,
+    StartOptions,
+    check_deduplication_id,
+)
 from durable_workflow.webhooks.conf import WebhookSettings
 
 Errors = dict[str, list[str]]
@@ -195,6 +200,20 @@ def wait_options(data: dict[str, Any], config: WebhookSettings) -> tuple[str, fl
             f"{config.MAX_UPDATE_WAIT_SECONDS:g}.",
         )
     return wait_for, timeout
+
+
+def deduplication_id(data: dict[str, Any], field: str = "deduplication_id") -> str | None:
+    """The start's de-duplication id, if the body names one (checked as the client does)."""
+    value = data.get(field)
+    try:
+        check_deduplication_id(value)
+    except ConfigurationError:
+        raise invalid_field(
+            field,
+            f"The {field} must be a printable string of 1 to "
+            f"{DEDUPLICATION_ID_MAX_LENGTH} characters.",
+        ) from None
+    return value
 
 
 # ----------------------------------------------------------- visibility

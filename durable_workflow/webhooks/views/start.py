@@ -55,9 +55,15 @@ def _held_by_another_type(instance_id: str, type_key: str) -> bool:
 
 
 def _start_response(instance_id: str, type_key: str, outcome: Any) -> HttpResponse:
-    """The answer to a start; ``outcome`` is ``None`` when another type holds the id."""
+    """The answer to a start; ``outcome`` is ``None`` when another type holds the id.
+
+    A start refused for its de-duplication id says so (``deduplication_id_in_use``, 409)
+    but not which instance holds the id: that one may be of a type not exposed here."""
     accepted = outcome is not None and outcome.accepted
     name = outcome.outcome if outcome is not None else "rejected_duplicate"
+    reason = (outcome.rejection_reason if outcome is not None else None) or (
+        "instance_already_started"
+    )
     run_id = str(outcome.run_id) if outcome is not None and outcome.run_id else None
     command_id = outcome.command_id if outcome is not None else None
     document = responses.command_envelope(
@@ -67,14 +73,15 @@ def _start_response(instance_id: str, type_key: str, outcome: Any) -> HttpRespon
         run_id=run_id,
         command_id=str(command_id) if command_id else None,
         workflow_type=type_key,
-        rejection_reason=None if accepted else "instance_already_started",
+        rejection_reason=None if accepted else reason,
         command_sequence=records.command_sequence(command_id) if command_id else None,
     )
     return responses.json_response(document, responses.status_of(name, accepted=accepted))
 
 
 class StartView(WebhookView):
-    """``POST start/<alias>``: body keys are ``handle()`` parameters, by name."""
+    """``POST start/<alias>``: body keys are ``handle()`` parameters, by name, besides the
+    reserved ``workflow_id``, ``on_duplicate``, ``visibility`` and ``deduplication_id``."""
 
     def post(self, request: HttpRequest, alias: str) -> HttpResponse:
         type_key = exposure.type_for_alias(alias, self.workflows)
@@ -85,8 +92,10 @@ class StartView(WebhookView):
             validation.instance_id(data["workflow_id"]) if "workflow_id" in data else uuid7().hex
         )
         policy = validation.on_duplicate(data.get("on_duplicate", "reject_duplicate"))
-        options = validation.start_options(data, policy)
-        named = {k: v for k, v in data.items() if k not in _START_FIELDS}
+        options = validation.start_options(data, policy).with_deduplication_id(
+            validation.deduplication_id(data)
+        )
+        named = {k: v for k, v in data.items() if k not in _START_FIELDS | {"deduplication_id"}}
         arguments = validation.handle_arguments(cls, named)
         validation.ensure_encodable(arguments)
         if _held_by_another_type(instance_id, type_key):
@@ -231,6 +240,7 @@ _CONTROL_FIELDS = {
     "labels",
     "memo",
     "duplicate_start_policy",
+    "deduplication_id",
 }
 
 
@@ -308,6 +318,7 @@ class ControlPlaneStartView(WebhookView):
         )
         visibility = {k: data[k] for k in ("business_key", "labels", "memo") if k in data}
         options = validation.start_options({"visibility": visibility}, policy)
+        options = options.with_deduplication_id(validation.deduplication_id(data))
         arguments = _control_arguments(cls, data.get("arguments", []))
         validation.ensure_encodable(arguments)
         routing = _control_routing(cls, data, self.config)

@@ -53,6 +53,14 @@ def limited(queue: str | None) -> bool:
     return queue_limits.limit_of(queue) is not None
 
 
+def first_wait(queue: str | None) -> str:
+    """How a new task of a limited queue waits until the first wake sends it."""
+    limit = queue_limits.limit_of(queue)
+    if limit is not None and limit.concurrency is None:
+        return RATE if limit.rate is not None else WORKER
+    return CAPACITY
+
+
 def admit(task: TaskRecord, *, now: dt.datetime) -> bool:
     """In the claim's transaction, after the run lock: may ``task`` be leased now?
 
@@ -82,7 +90,10 @@ def admit(task: TaskRecord, *, now: dt.datetime) -> bool:
     reason = room.reason or CAPACITY
     work_queues.mark_waiting(task.id, reason=reason, now=now)
     logger.debug("task %s waits (%s) on queue %r", task.id, reason, task.queue)
-    refill(limit, now=now)  # a waiter ahead may fit a free slot; or the rate's next window
+    if room.free > 0 or room.opens_at is not None or room.reason == WORKER:
+        # The waiters ahead fit the free slots; or the rate's next window; or another
+        # node has room. A full queue sends nothing: an attempt's end will.
+        refill(limit, now=now)
     return False
 
 

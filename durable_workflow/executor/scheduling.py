@@ -15,13 +15,13 @@ from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import dispatch, eager, local_activities
+from durable_workflow.executor import dispatch, eager, local_activities, queue_gate
 from durable_workflow.executor.common import check_limit
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.timeouts import schedule_deadlines
 from durable_workflow.headers import with_headers
 from durable_workflow.models import TaskStatus, TaskType
-from durable_workflow.store import activities, tasks
+from durable_workflow.store import activities, database, tasks
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -78,7 +78,11 @@ class ActivityBatch:
             compatibility=run.compatibility,
             priority=command.options.get("priority"),
         )
-        if self.eager_ok and eager.wanted(run, execution):
+        if queue_gate.limited(execution.queue):
+            # Never sent from here: the wake after commit sends as many as have room,
+            # most urgent first, instead of a message per task the claim would refuse.
+            task.queue_wait = queue_gate.first_wait(execution.queue)
+        elif self.eager_ok and eager.wanted(run, execution):
             self.eager_ok = False
             task = tasks.lease_new(
                 task,
@@ -100,9 +104,12 @@ class ActivityBatch:
         for record in records.values():
             if record.options.get("execution_mode") == "local":  # it starts in this task
                 local_activities.fresh.executions[(record.run_id, record.sequence)] = record
+        limited = {task.queue for task in self.tasks if task.queue_wait is not None}
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
                 eager.keep(task, records[task.activity_execution_id], sole=len(self.tasks) == 1)
-            else:
+            elif task.queue not in limited:
                 dispatch.enqueue(task)
+        for queue in sorted(limited):
+            database.on_commit(lambda queue=queue: queue_gate.wake(queue), robust=True)
         self.executions, self.tasks = [], []

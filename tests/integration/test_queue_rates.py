@@ -57,13 +57,19 @@ def test_a_rate_limit_refuses_starts_past_it_and_sends_one_ahead_for_the_window(
 ):
     _limit(settings, rate="2/10s")
     found = _fan_out(inline, "rate-1", 5)
-    claims = [activity_task._claim(task.id) for task in found]
-    assert [lease is not None for lease in claims] == [True, True, False, False, False]
+    # New tasks of a limited queue get no message of their own: the wake after the
+    # workflow task's commit sent as many as the window has room for.
+    assert [_wait(task)[0] for task in found] == ["woken", "woken", "rate", "rate", "rate"]
+    claims = [activity_task._claim(task.id) for task in found[:2]]
+    assert all(lease is not None for lease in claims)
     assert WorkQueueStart.objects.filter(queue="limited").count() == 2
     # One waiter is sent ahead, due when the window opens; the others wait, no message.
     assert _wait(found[2]) == ("woken", T0 + dt.timedelta(seconds=10))
     assert _wait(found[3])[0] == _wait(found[4])[0] == "rate"
     assert inline.sent["activity"] == 1
+    # A stray message for a waiter is refused, and sends nothing more.
+    assert activity_task._claim(found[3].id) is None
+    assert _wait(found[3])[0] == "rate" and inline.sent["activity"] == 1
     waits = {
         w.activity_execution_id: w
         for w in WorkflowStub.load("rate-1").describe().waiting_on
@@ -73,7 +79,8 @@ def test_a_rate_limit_refuses_starts_past_it_and_sends_one_ahead_for_the_window(
     assert {w.summary for w in waits.values()} == {
         'waiting for capacity on queue "limited" (rate limit)'
     }
-    # Early, the one sent ahead is not claimed (a broker countdown that ran short).
+    # Early, the one sent ahead is not claimed: its message is put back with the rest
+    # of its countdown (a broker countdown that ran short).
     clock.freeze(T0 + dt.timedelta(seconds=9))
     assert activity_task._claim(found[2].id) is None
     assert _wait(found[2])[0] == "woken"
@@ -143,38 +150,35 @@ def test_waiters_go_by_priority_then_age(inline, settings, frozen):
     stub.start(priorities, 0)
     found = _scheduled(inline, stub)
     assert [t.priority for t in found] == priorities
-    first = activity_task._claim(found[0].id)
-    assert first is not None
-    assert not any(activity_task._claim(task.id) for task in found[1:])
-    activity_task.run_claimed(first)
-    order = [0]
-    for _ in found[1:]:
-        assert queue_gate.wake("limited") == 1
-        woken = Task.objects.get(queue_wait="woken")
+    order = []
+    for _ in found:
+        woken = Task.objects.get(queue_wait="woken")  # one slot: one sent at a time
         order.append(found.index(woken))
+        assert not any(activity_task._claim(t.id) for t in found if t.id != woken.id)
         lease = activity_task._claim(woken.id)
         assert lease is not None
         activity_task.run_claimed(lease)
-    # 0 first (oldest first among equals), then 2, the other 5 and 9.
-    assert order == [0, 2, 5, 4, 3, 1]
+        queue_gate.wake("limited")  # what the worker does once the attempt ended
+    # 0 first (the one scheduled first among equals), then 2, then the 5s, then 9.
+    assert order == [2, 5, 4, 0, 3, 1]
     inline.run()
     assert WorkflowStub.load("prio-1").output() == list(range(6))
 
 
-def test_a_fresh_task_waits_behind_more_urgent_waiters(inline, settings, frozen):
+def test_a_stray_message_does_not_overtake_more_urgent_waiters(inline, settings, frozen):
     _limit(settings, concurrency=1)
     stub = WorkflowStub.make("tests.fan-out-prioritised", "prio-2")
     stub.start([5, 0, 9], 0)
     found = _scheduled(inline, stub)
-    first = activity_task._claim(found[0].id)
+    assert [_wait(task)[0] for task in found] == ["capacity", "woken", "capacity"]
+    first = activity_task._claim(found[1].id)
     assert first is not None
-    assert activity_task._claim(found[1].id) is None  # priority 0 waits for the slot
     Task.objects.filter(id=first.task_id).update(lease_expires_at=T0)  # the slot frees
-    # The slot is free, but the urgent waiter goes first: the fresh one joins the queue.
+    # The slot is free, but the more urgent waiter goes first: the 9 stays behind it.
     assert activity_task._claim(found[2].id) is None
-    assert _wait(found[1])[0] == "woken"
+    assert _wait(found[0])[0] == "woken"
     assert _wait(found[2])[0] == "capacity"
-    assert activity_task._claim(found[1].id) is not None
+    assert activity_task._claim(found[0].id) is not None
 
 
 def test_the_priority_reaches_retries_and_the_message(inline, settings):

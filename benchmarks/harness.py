@@ -18,7 +18,15 @@ from benchmarks.report import evaluate_targets, print_table
 from benchmarks.scenarios import ORDER
 from benchmarks.scenarios.common import Context
 
-NEEDS_WORKERS = {"sequential", "throughput", "local", "fanout", "async_io", "memory"}
+NEEDS_WORKERS = {
+    "sequential",
+    "throughput",
+    "local",
+    "fanout",
+    "async_io",
+    "queue_limit",
+    "memory",
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

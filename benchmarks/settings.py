@@ -6,6 +6,8 @@ settings shared with the library's suite.
 
 from __future__ import annotations
 
+import os
+
 from benchmarks import config
 
 SECRET_KEY = "durable-workflow-benchmarks"
@@ -41,6 +43,10 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 
 DURABLE_WORKFLOW = {
     "CELERY_APP": "benchmarks.celery_app.app",
+    # The queue_limit scenario: two slots, as many as its two solo workers have.
+    "QUEUES": {"bench-limited": {"concurrency": 2}},
+    # The queue_limit scenario's third side: no eager activity starts nor sibling batches.
+    "EAGER_ACTIVITIES": os.environ.get("DW_BENCH_EAGER_ACTIVITIES", "1") == "1",
 }
 
 LOGGING = {

@@ -175,14 +175,18 @@ def start_worker(spec: WorkerSpec, log_dir: pathlib.Path, *, timeout: float = 60
 
 
 @contextlib.contextmanager
-def running_workers(count: int = 2) -> Iterator[list[Worker]]:
-    """``count`` solo-pool workers consuming the default queue; stopped on exit."""
+def running_workers(
+    count: int = 2, *, queues: str = "celery", env: tuple[tuple[str, str], ...] = ()
+) -> Iterator[list[Worker]]:
+    """``count`` solo-pool workers consuming ``queues`` (``env``: more environment);
+    stopped on exit."""
     log_dir = config.RESULTS_DIR / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     workers: list[Worker] = []
     try:
         for index in range(count):
-            workers.append(start_worker(WorkerSpec(name=f"bench{index}"), log_dir))
+            spec = WorkerSpec(name=f"bench{index}", queues=queues, env=env)
+            workers.append(start_worker(spec, log_dir))
         yield workers
     finally:
         for worker in workers:

@@ -99,3 +99,20 @@ class IOFanOut(Workflow):
         return sum(
             dw.all([functools.partial(dw.activity, activity, seconds) for _ in range(count)])
         )
+
+
+#: The limited queue of the ``queue_limit`` scenario (``benchmarks.settings``): as many
+#: slots as the scenario's two solo workers have, so the limit itself never binds and
+#: what is measured is the gate's own cost.
+LIMITED_QUEUE, OPEN_QUEUE = "bench-limited", "bench-open"
+
+
+class QueueFanOut(Workflow):
+    """``dw.all`` of ``count`` no-op activities routed to ``queue``."""
+
+    type_key = "bench.queue-fan-out"
+
+    def handle(self, queue: str, count: int) -> int:
+        routed = dw.ActivityOptions(queue=queue)
+        results = dw.all([functools.partial(dw.activity, Noop, routed, i) for i in range(count)])
+        return len(results)

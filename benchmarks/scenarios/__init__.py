@@ -1,3 +1,13 @@
 """One module per scenario of the issue; each exposes ``run(ctx) -> dict``."""
 
-ORDER = ["sequential", "throughput", "local", "fanout", "async_io", "replay", "dbwork", "memory"]
+ORDER = [
+    "sequential",
+    "throughput",
+    "local",
+    "fanout",
+    "async_io",
+    "queue_limit",
+    "replay",
+    "dbwork",
+    "memory",
+]

@@ -200,8 +200,21 @@ def wake(queue: str | None) -> int:
 
 
 def wake_all() -> int:
-    """:func:`wake` every limited queue (the repair pass: a lost wake-up costs one pass)."""
-    return sum(wake(name) for name in queue_limits.declared())
+    """:func:`wake` every limited queue (the repair pass: a lost wake-up costs one pass),
+    and send the waiters of queues whose limits were taken out of the settings."""
+    declared = queue_limits.declared()
+    return sum(wake(name) for name in declared) + _release_undeclared(sorted(declared))
+
+
+@retry_transaction
+def _release_undeclared(declared: list[str]) -> int:
+    with database.atomic():
+        released = work_queues.release_undeclared(declared, now=clock.now())
+        for row in released:
+            dispatch.enqueue(tasks.record_of(row))
+    if released:
+        logger.info("%s tasks waited on queues that have no limit any more", len(released))
+    return len(released)
 
 
 def waiting_words(queue: str, reason: str = CAPACITY) -> str:

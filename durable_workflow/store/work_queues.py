@@ -177,6 +177,23 @@ def take_waiting(
     return list(Task.objects.filter(id__in=ids).order_by(*_ORDER))
 
 
+def release_undeclared(declared: list[str], *, now: dt.datetime, limit: int = 500) -> list[Task]:
+    """Waiting tasks of queues that have no limit any more (the setting changed under
+    them): no longer waiting, to be sent like any ready task."""
+    rows = (
+        Task.objects.filter(
+            task_type=TaskType.ACTIVITY, status=TaskStatus.READY, queue_wait__in=WAITING
+        )
+        .exclude(queue__in=declared)
+        .select_for_update(skip_locked=True)
+    )
+    ids = list(rows.values_list("id", flat=True)[:limit])
+    if not ids:
+        return []
+    Task.objects.filter(id__in=ids).update(queue_wait=None, last_dispatched_at=now, updated_at=now)
+    return list(Task.objects.filter(id__in=ids))
+
+
 def has_waiting(name: str) -> bool:
     return _waiting(name).exists()
 

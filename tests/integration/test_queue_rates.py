@@ -317,3 +317,14 @@ def test_the_admin_dashboard_lists_limited_queues(inline, settings, frozen, clie
     module = page.split('id="dw-queues"', 1)[1].split("</div>", 1)[0]
     assert "<td>limited</td><td>concurrency 1, rate 5/s</td><td>1</td><td>1</td>" in module
     assert "<td>2 (2 concurrency)</td>" in module
+
+
+def test_waiters_of_a_queue_whose_limit_was_removed_are_sent_by_repair(inline, settings):
+    _limit(settings, concurrency=1)
+    found = _fan_out(inline, "unlimited-later", 3)
+    assert sorted(_wait(task)[0] for task in found) == ["capacity", "capacity", "woken"]
+    settings.DURABLE_WORKFLOW = {**settings.DURABLE_WORKFLOW, "QUEUES": {}}
+    assert executor.repair_pass().redispatched == 2
+    assert not Task.objects.filter(queue_wait__in=["capacity", "rate", "worker"]).exists()
+    inline.run()
+    assert WorkflowStub.load("unlimited-later").output() == [0, 1, 2]

@@ -32,6 +32,9 @@ from durable_workflow.store.workflow_queues import HELD, WAITING
 
 logger = get_logger("durable_workflow")
 
+#: Waiting runs let go at once, per call, when their queue's limit was removed.
+_UNLIMITED_BATCH = 500
+
 __all__ = ["HELD", "WAITING", "enter", "refuse", "release", "wake", "wake_all"]
 
 
@@ -68,16 +71,22 @@ def release(run: RunRecord) -> None:
 
 @retry_transaction
 def wake(queue: str | None) -> int:
-    """Let as many waiting runs of ``queue`` start as it has free slots; how many."""
-    limit = queue_limits.workflow_limit_of(queue)
-    if limit is None or queue is None:
+    """Let as many waiting runs of ``queue`` start as it has free slots; how many. On a
+    queue whose limit was taken out of the settings, every waiting run goes (in line
+    order, a batch a call)."""
+    if queue is None:
         return 0
+    limit = queue_limits.workflow_limit_of(queue)
     now = clock.now()
     with database.atomic():
         work_queues.lock(queue, now=now)
         if not workflow_queues.has_waiting(queue):
             return 0
-        taken = workflow_queues.take_waiting(queue, count=limit - workflow_queues.held(queue))
+        if limit is None:
+            taken = workflow_queues.take_waiting(queue, count=_UNLIMITED_BATCH, slot=None)
+        else:
+            free = limit - workflow_queues.held(queue)
+            taken = workflow_queues.take_waiting(queue, count=free)
         sent = workflow_queues.waiting_tasks(taken, now=now)
         for row in sent:
             dispatch.enqueue(tasks.record_of(row))
@@ -91,8 +100,11 @@ def wake(queue: str | None) -> int:
 
 
 def wake_all() -> int:
-    """:func:`wake` every queue that limits its runs (the repair pass)."""
-    return sum(wake(name) for name in queue_limits.workflow_limits())
+    """:func:`wake` every queue that limits its runs, and every queue that did and still
+    has runs waiting (the repair pass)."""
+    limited = queue_limits.workflow_limits()
+    names = [*limited, *workflow_queues.stranded_queues(limited)]
+    return sum(wake(name) for name in names)
 
 
 def waiting_words(queue: str | None) -> str:

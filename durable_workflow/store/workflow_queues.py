@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Collection
 
 from django.db.models import Count, Q
 
@@ -41,8 +42,9 @@ def has_waiting(queue: str) -> bool:
     return _open_runs(queue).filter(queue_slot=WAITING).exists()
 
 
-def take_waiting(queue: str, *, count: int) -> list[uuid.UUID]:
-    """Up to ``count`` waiting runs of the queue, first in line first, now ``held``.
+def take_waiting(queue: str, *, count: int, slot: str | None = HELD) -> list[uuid.UUID]:
+    """Up to ``count`` waiting runs of the queue, first in line first, now ``held`` (or
+    ``slot``: ``None`` lets them go on a queue that no longer limits its runs).
 
     The line: priority 0 first, 9 last; within a priority, the order the runs were
     created. Runs another transaction holds are skipped (it is closing
@@ -58,7 +60,7 @@ def take_waiting(queue: str, *, count: int) -> list[uuid.UUID]:
         .values_list("id", flat=True)[:count]
     )
     if ids:
-        WorkflowRun.objects.filter(id__in=ids).update(queue_slot=HELD)
+        WorkflowRun.objects.filter(id__in=ids).update(queue_slot=slot)
     return ids
 
 
@@ -70,6 +72,21 @@ def waiting_tasks(run_ids: list[uuid.UUID], *, now: dt.datetime) -> list[Task]:
     ids = list(rows.values_list("id", flat=True))
     Task.objects.filter(id__in=ids).update(queue_wait=None, last_dispatched_at=now, updated_at=now)
     return list(Task.objects.filter(id__in=ids).order_by("created_at", "id"))
+
+
+def stranded_queues(limited: Collection[str]) -> list[str]:
+    """Queues besides ``limited`` whose runs still wait for a slot (their limit was taken
+    out of the settings), read from the few ready tasks rather than from every run."""
+    rows = (
+        Task.objects.filter(
+            status=TaskStatus.READY, task_type=TaskType.WORKFLOW, queue_wait=work_queues.CAPACITY
+        )
+        .exclude(queue__in=list(limited))
+        .exclude(queue__isnull=True)
+        .values_list("queue", flat=True)
+        .distinct()
+    )
+    return sorted(rows)
 
 
 def mark_task_waiting(task_id: uuid.UUID, *, now: dt.datetime) -> None:

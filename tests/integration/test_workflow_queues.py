@@ -241,3 +241,16 @@ def test_the_doctor_the_admin_and_the_metrics_show_the_line(inline, two_slots, s
     assert samples[("durable_workflow_workflow_queue_limit", label)] == 2
     assert samples[("durable_workflow_workflow_queue_running", label)] == 1
     assert samples[("durable_workflow_workflow_queue_waiting", label)] == 2
+
+
+def test_runs_left_waiting_when_the_limit_is_removed_go_at_the_next_repair_pass(
+    inline, two_slots, settings
+):
+    stubs = [_start(f"wq-gone-{n}") for n in range(4)]
+    inline.run()
+    settings.DURABLE_WORKFLOW = {**settings.DURABLE_WORKFLOW, "QUEUES": {}}
+    assert executor.repair_pass().redispatched == 2
+    inline.run()
+    assert all(_started(s) for s in stubs)
+    assert [_slot(s) for s in stubs] == ["held", "held", None, None]
+    assert executor.repair_pass().redispatched == 0

@@ -83,7 +83,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "n": n,
         "concurrency_limit": 2,
         "repetitions": len(times["open"]),
-        "seconds": summary,
+        "wall_seconds": summary,
         "activities_per_second": per_second,
         "ratio_limited_over_open": stats.ratio(median["limited"], median["open"]),
         "ratio_limited_over_open_no_eager": stats.ratio(median["limited"], median["open_no_eager"]),

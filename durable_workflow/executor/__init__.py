@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from durable_workflow.executor.activity_task import run_activity_task
-    from durable_workflow.executor.outcomes import WorkflowTaskOutcome
+    from durable_workflow.executor.outcomes import (
+        ActivityTaskOutcome,
+        TimerTaskOutcome,
+        WorkflowTaskOutcome,
+    )
     from durable_workflow.executor.repair import RepairReport, repair_pass
     from durable_workflow.executor.start import StartOutcome, start_workflow
     from durable_workflow.executor.timer_task import run_timer_task
@@ -21,8 +25,10 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
+    "ActivityTaskOutcome": "outcomes",
     "RepairReport": "repair",
     "StartOutcome": "start",
+    "TimerTaskOutcome": "outcomes",
     "WorkflowTaskOutcome": "outcomes",
     "repair_pass": "repair",
     "run_activity_task": "activity_task",
@@ -32,8 +38,10 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ActivityTaskOutcome",
     "RepairReport",
     "StartOutcome",
+    "TimerTaskOutcome",
     "WorkflowTaskOutcome",
     "repair_pass",
     "run_activity_task",

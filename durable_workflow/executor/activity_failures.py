@@ -17,6 +17,7 @@ from durable_workflow.engine.failures import matches
 from durable_workflow.exceptions import NonRetryableError, PayloadCodecError
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.common import wake_workflow
+from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
 from durable_workflow.store import activities, tasks
 from durable_workflow.store.records import ActivityRecord
@@ -51,7 +52,7 @@ def retry_or_fail(
     base: dict[str, Any],
     *,
     now: dt.datetime,
-) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+) -> tuple[ActivityOutcome, list[tuple[str, dict[str, Any]]]]:
     """A failed attempt: a retry after its back-off, or the activity's final failure."""
     execution = lease.execution
     policy = execution.options
@@ -88,9 +89,9 @@ def retry_or_fail(
             "exception_type": info.exception_type,
             "message": info.message,
         }
-        return "retrying", [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
+        return ActivityOutcome.RETRYING, [(EventType.ACTIVITY_RETRY_SCHEDULED, event)]
     _log(run, lease, info, "non-retryable" if final else "no attempts left")
-    return "failed", [
+    return ActivityOutcome.FAILED, [
         record_final_failure(
             run,
             execution,

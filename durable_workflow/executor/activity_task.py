@@ -49,6 +49,7 @@ from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
+from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.headers import stored
 from durable_workflow.info import ActivityInfo, frozen_mapping
 from durable_workflow.logs import get_logger
@@ -72,19 +73,19 @@ COMPLETES_LATER = object()
 logger = get_logger("durable_workflow")
 
 
-def run_activity_task(task_id: Any) -> str:
-    """Execute one activity attempt; returns ``completed``, ``retrying``, ``failed``,
-    ``stale`` or ``skipped``."""
+def run_activity_task(task_id: Any) -> ActivityOutcome:
+    """Execute one activity attempt; returns what it came to (``ActivityTaskOutcome``,
+    in ``outcomes.py``, says what each value means)."""
     with logs.scope():  # the run is bound once read (``_claim``)
         lease = _claim(task_id)
-        outcome = "skipped" if lease is None else run_claimed(lease)
+        outcome = ActivityOutcome.SKIPPED if lease is None else run_claimed(lease)
     if lease is not None and queue_gate.limited(lease.execution.queue):
         queue_gate.wake(lease.execution.queue)  # its slot is free now
     eager.drain()
     return outcome
 
 
-def run_claimed(lease: Lease) -> str:
+def run_claimed(lease: Lease) -> ActivityOutcome:
     """Run a claimed attempt's user code and settle it; if that fails (its connection
     was killed, say), the task is handed back at once for another attempt."""
     if async_attempts.off_slot(lease.execution):
@@ -97,7 +98,7 @@ def held(lease: Lease) -> handback.Held:
     return handback.Held(lease.task_id, lease.lease_id, lease.generation)
 
 
-def _run_claimed(lease: Lease) -> str:
+def _run_claimed(lease: Lease) -> ActivityOutcome:
     started = time.monotonic()
     with keeper.keeping([held(lease)], lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS):
         ok, value = _invoke(lease)
@@ -118,7 +119,7 @@ def _run_claimed(lease: Lease) -> str:
     return _settle_results([(lease, value)], quick=quick)[0]
 
 
-def run_claimed_together(leases: list[Lease]) -> list[str]:
+def run_claimed_together(leases: list[Lease]) -> list[ActivityOutcome]:
     """Run fan-out members taken together, one after the other, and settle their results
     in one transaction (a failed attempt is settled on its own, at once). Async ones
     go to this process's event loop."""
@@ -131,8 +132,9 @@ def run_claimed_together(leases: list[Lease]) -> list[str]:
         return outcomes + _run_claimed_together(leases)
 
 
-def _run_claimed_together(leases: list[Lease]) -> list[str]:
-    results, outcomes = [], []
+def _run_claimed_together(leases: list[Lease]) -> list[ActivityOutcome]:
+    results: list[tuple[Lease, Any]] = []
+    outcomes: list[ActivityOutcome] = []
     started = time.monotonic()
     for lease in leases:
         with logs.attempt_scope(lease):
@@ -364,13 +366,13 @@ def prepare_call(
     return functools.partial(interceptors.call, "execute_activity", executing, inner), context
 
 
-def settle(lease: Lease, ok: bool, value: Any) -> str:
+def settle(lease: Lease, ok: bool, value: Any) -> ActivityOutcome:
     """Record an attempt's outcome: a result envelope (``ok``) or an exception."""
     return _settle(lease, ok, value)
 
 
 @retry_transaction
-def _settle(lease: Lease, ok: bool, value: Any) -> str:
+def _settle(lease: Lease, ok: bool, value: Any) -> ActivityOutcome:
     """Record an attempt's outcome; a result goes through :func:`_settle_results`."""
     if ok:
         return _settle_results([(lease, value)])[0]
@@ -395,10 +397,10 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             ],
         )
         if run is None:
-            return "stale"
+            return ActivityOutcome.STALE
         if not held:
             logger.info("stale report for activity %s ignored", lease.execution.id)
-            return "stale"
+            return ActivityOutcome.STALE
         closed = run.status in TERMINAL_RUN_STATUSES
         if closed or cancelling:
             if closed and not cancelling:  # the attempt ends cancelled whatever happened
@@ -406,7 +408,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
             # The run closed, or is being cancelled: closing the run records the
             # ActivityCancelled event for this execution.
             activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
-            return "cancelled" if not closed else "stale"
+            return ActivityOutcome.CANCELLED if not closed else ActivityOutcome.STALE
         outcome, events = retry_or_fail(lease, run, value, info, _base(lease), now=now)
         lifecycle.append(run, events, now=now)
         runs.save_run(run, now=now)
@@ -416,7 +418,7 @@ def _settle(lease: Lease, ok: bool, value: Any) -> str:
 @retry_transaction
 def _settle_results(
     results: list[tuple[Lease, Any]], *, quick: bool = False, assumed: Any = None
-) -> list[str]:
+) -> list[ActivityOutcome]:
     """Record the results of completed attempts of one run in one transaction, and go
     on from there: run the workflow task they wake (a sequential step), or take the next
     waiting members of their fan-out (several after ``quick`` ones).
@@ -439,13 +441,13 @@ def _settle_results(
             asked[: len(leases)],
             asked[len(leases) :],
         )
-        outcomes = ["completed" if held else "stale" for held in helds]
+        outcomes = [ActivityOutcome.COMPLETED if held else ActivityOutcome.STALE for held in helds]
         for lease, held in zip(leases, helds, strict=True):
             if not held:
                 logger.info("stale report for activity %s ignored", lease.execution.id)
         kept = [result for result, held in zip(results, helds, strict=True) if held]
         if run is None or not kept:
-            return ["stale"] * len(leases)
+            return [ActivityOutcome.STALE] * len(leases)
         run.open_work = (calls, timers, others_open)  # for a closing in continue_here
         if run.status in TERMINAL_RUN_STATUSES:
             # The run closed first: the attempts end cancelled whatever they returned
@@ -453,7 +455,7 @@ def _settle_results(
             for lease, _ in kept:
                 tasks.settle(lease.task_id, TaskStatus.CANCELLED, now=now)
                 activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
-            return ["stale"] * len(leases)
+            return [ActivityOutcome.STALE] * len(leases)
         # The two questions were asked in statements of their own: a subquery of the
         # locking read would answer from before its wait.
         here = False

@@ -44,6 +44,7 @@ from durable_workflow.executor import eager, handback, hooks, queue_gate
 from durable_workflow.executor.attempts import Lease
 from durable_workflow.executor.event_loop import loop
 from durable_workflow.executor.lease_keeper import keeper
+from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.store.records import ActivityRecord
@@ -115,7 +116,7 @@ def in_flight() -> int:
 
 
 # ---------------------------------------------------------------- starting
-def submit(lease: Lease) -> str:
+def submit(lease: Lease) -> ActivityOutcome:
     """Start a claimed async attempt on the loop and return at once (``started``); wait
     for room first when the loop runs ``ASYNC_ACTIVITY_CONCURRENCY`` attempts."""
     from durable_workflow.executor.activity_task import held
@@ -133,14 +134,14 @@ def submit(lease: Lease) -> str:
                 with _state.lock:
                     _state.flights[lease.attempt_id] = flight
                 asyncio.run_coroutine_threadsafe(_supervise(flight), loop.get())
-                return "started"
+                return ActivityOutcome.STARTED
             slots.release()
     except BaseException:
         keeper.release(holds)
         raise
     keeper.release(holds)
     handback.give_back(holds, lost=False)  # the worker stops: another one runs it
-    return "handed back"
+    return ActivityOutcome.HANDED_BACK
 
 
 def _slots() -> threading.Semaphore:

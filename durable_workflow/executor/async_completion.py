@@ -26,6 +26,7 @@ from durable_workflow.executor import lifecycle, tokens
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ActivityStatus,
@@ -84,7 +85,7 @@ def _refused(outcome: str, reason: str, held: _Held | None = None) -> Report:
     )
 
 
-def hand_over(lease: Lease) -> str:
+def hand_over(lease: Lease) -> ActivityOutcome:
     """``CompleteAsync`` was raised: release the task, keep the attempt open."""
     now = clock.now()
     with sql.atomic(WorkflowRun):
@@ -98,11 +99,13 @@ def hand_over(lease: Lease) -> str:
             ],
         )
         if run is None or not held:
-            return "stale"  # the lease was lost, or the token completed the attempt already
+            return (
+                ActivityOutcome.STALE
+            )  # the lease was lost, or the token completed the attempt already
         if run.status in TERMINAL_RUN_STATUSES:
             activities.close_attempt(lease.attempt_id, AttemptStatus.CANCELLED, now=now)
-            return "stale"
-    return "completes_later"
+            return ActivityOutcome.STALE
+    return ActivityOutcome.COMPLETES_LATER
 
 
 def owner_type(token: str) -> str | None:

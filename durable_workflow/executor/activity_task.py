@@ -47,6 +47,7 @@ from durable_workflow.executor import (
 from durable_workflow.executor.activity_failures import retry_or_fail
 from durable_workflow.executor.attempts import Lease, attempt_fields, begin
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.heartbeat import heartbeat
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
@@ -204,8 +205,6 @@ def _claim(task_id: Any) -> Lease | None:
 
 
 def _invoke(lease: Lease) -> tuple[bool, Any]:
-    from durable_workflow.executor.heartbeat import heartbeat
-
     return invoke_activity(
         lease.execution,
         attempt=attempt_of(lease),

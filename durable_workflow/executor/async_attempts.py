@@ -40,9 +40,10 @@ from durable_workflow.authoring.activity import is_async, running
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import ActivityCancelled, CompleteAsync
-from durable_workflow.executor import eager, handback, hooks, queue_gate
+from durable_workflow.executor import async_completion, eager, handback, hooks, queue_gate, timeouts
 from durable_workflow.executor.attempts import Lease
 from durable_workflow.executor.event_loop import loop
+from durable_workflow.executor.heartbeat import heartbeat
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.logs import get_logger
@@ -250,8 +251,6 @@ def _no_sync_heartbeat(details: Any = None) -> bool:
 
 
 async def _heartbeat(flight: Flight, details: Any) -> bool:
-    from durable_workflow.executor.heartbeat import heartbeat
-
     try:
         recorded = await loop.db(heartbeat, flight.lease, details)
     except ActivityCancelled:
@@ -267,7 +266,7 @@ async def _heartbeat(flight: Flight, details: Any) -> bool:
 # ---------------------------------------------------------------- settling
 def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any], seconds: float) -> None:
     """Settle an attempt's outcome (in a database thread)."""
-    from durable_workflow.executor import activity_task, async_completion, timeouts
+    from durable_workflow.executor import activity_task  # it imports this module
     from durable_workflow.executor.activity_task import held
 
     ok, value = outcome

@@ -18,7 +18,7 @@ from durable_workflow.engine import guards
 from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.engine.runtime import current_runtime
 from durable_workflow.exceptions import StructuralLimitExceeded, WorkflowOrmAccessError
-from durable_workflow.executor import dispatch
+from durable_workflow.executor import affinity, dispatch
 from durable_workflow.logs import get_logger
 from durable_workflow.models import RunStatus, TaskType
 from durable_workflow.store import prepared, tasks
@@ -116,8 +116,6 @@ def workflow_task_row(
     payload: dict[str, Any] | None = None,
 ) -> Any:
     """A new (unsaved) workflow task of ``run``: its routing, marker and sticky owner."""
-    from durable_workflow.executor import affinity
-
     return tasks.build_task(
         run_id=run.id,
         task_type=TaskType.WORKFLOW,

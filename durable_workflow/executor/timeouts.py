@@ -15,6 +15,7 @@ from typing import Any
 from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
+from durable_workflow.executor.activity_failures import record_final_failure
 from durable_workflow.executor.closing import abandon_updates, finish
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.logs import get_logger
@@ -121,8 +122,6 @@ def attempt_deadlines(options: dict[str, Any], now: dt.datetime) -> dict[str, dt
 @retry_transaction
 def enforce_activity_timeout(execution_id: Any, kind: str, *, now: dt.datetime) -> bool:
     """Time out one activity execution if ``kind`` has really expired (re-checked here)."""
-    from durable_workflow.executor.activity_failures import record_final_failure
-
     with database.atomic():
         execution = activities.get_execution(execution_id)
         if execution is None:

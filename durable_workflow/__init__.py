@@ -122,6 +122,7 @@ from durable_workflow.interceptors import (
     WorkflowInboundInterceptor,
     WorkflowOutboundInterceptor,
 )
+from durable_workflow.namespaces import InvalidNamespaceError
 from durable_workflow.options import (
     ActivityOptions,
     ChildWorkflowOptions,
@@ -191,6 +192,7 @@ __all__ = [
     "InvalidDurationError",
     "InvalidHeaderError",
     "InvalidInstanceIdError",
+    "InvalidNamespaceError",
     "InvalidValueError",
     "LocalActivityOptions",
     "Lock",

@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any, Generic, overload
 
-from durable_workflow import clock, interceptors, registry
+from durable_workflow import clock, interceptors, namespaces, registry
 from durable_workflow.authoring.protocols import Handles, P, R
 from durable_workflow.client_async import call, pause, twin
 from durable_workflow.client_messages import StubMessages, plain, workflow_class_or_none
@@ -69,8 +69,10 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         *,
         run: RunRecord | None = None,
         pinned: bool = False,
+        namespace: str = namespaces.DEFAULT,
     ) -> None:
         self._instance_id = instance_id
+        self._namespace = namespace
         self._workflow_type = workflow_type
         self._run = run
         self._pinned = pinned
@@ -83,45 +85,76 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     @overload
     @classmethod
     def make(
-        cls, workflow: type[Handles[P, R]], instance_id: str | None = None
+        cls,
+        workflow: type[Handles[P, R]],
+        instance_id: str | None = None,
+        *,
+        namespace: str | None = None,
     ) -> WorkflowStub[P, R]: ...
     @overload
     @classmethod
-    def make(cls, workflow: str, instance_id: str | None = None) -> WorkflowStub[..., Any]: ...
+    def make(
+        cls, workflow: str, instance_id: str | None = None, *, namespace: str | None = None
+    ) -> WorkflowStub[..., Any]: ...
     @classmethod
-    def make(cls, workflow: type | str, instance_id: str | None = None) -> WorkflowStub[..., Any]:
-        """A stub for a new instance; the id is reserved at once (status ``reserved``)."""
+    def make(
+        cls, workflow: type | str, instance_id: str | None = None, *, namespace: str | None = None
+    ) -> WorkflowStub[..., Any]:
+        """A stub for a new instance; the id is reserved at once (status ``reserved``) in
+        ``namespace`` (the configured default unless given)."""
         workflow_type = _type_key(workflow)
         registry.workflow_class(workflow_type)  # an unknown type key fails here, clearly
+        space = namespaces.resolve(namespace)
         instance_id = uuid.uuid4().hex if instance_id is None else validate_instance_id(instance_id)
-        runs.reserve_instance(instance_id, workflow_type, now=clock.now())
-        return cls(instance_id, workflow_type, run=runs.current_run(instance_id))
+        runs.reserve_instance(instance_id, workflow_type, namespace=space, now=clock.now())
+        run = runs.current_run(instance_id, namespace=space)
+        return cls(instance_id, workflow_type, run=run, namespace=space)
 
     @classmethod
-    def load(cls, instance_id: str) -> WorkflowStub[..., Any]:
-        """A stub for an existing instance that follows its newest run."""
-        instance = runs.get_instance(validate_instance_id(instance_id))
+    def load(cls, instance_id: str, *, namespace: str | None = None) -> WorkflowStub[..., Any]:
+        """A stub for an existing instance of ``namespace`` (the configured default unless
+        given) that follows its newest run."""
+        space = namespaces.resolve(namespace)
+        instance = runs.get_instance(validate_instance_id(instance_id), namespace=space)
         if instance is None:
-            raise WorkflowNotFoundError(f"no workflow instance {instance_id!r}")
-        return cls(instance_id, instance.workflow_type, run=runs.current_run(instance_id))
+            raise WorkflowNotFoundError(
+                f"no workflow instance {instance_id!r} in namespace {space!r}"
+            )
+        run = runs.current_run(instance_id, namespace=space)
+        return cls(instance_id, instance.workflow_type, run=run, namespace=space)
 
     @classmethod
-    def load_run(cls, run_id: str | uuid.UUID) -> WorkflowStub[..., Any]:
-        """A stub pinned to one run, current or historical."""
+    def load_run(
+        cls, run_id: str | uuid.UUID, *, namespace: str | None = None
+    ) -> WorkflowStub[..., Any]:
+        """A stub pinned to one run, current or historical. Run ids are unique across
+        namespaces; with ``namespace`` the run must belong to it."""
+        space = None if namespace is None else namespaces.check(namespace)
         try:
             run = runs.get_run(uuid.UUID(str(run_id)))
         except ValueError:
             run = None
-        if run is None:
+        if run is None or space not in (None, run.namespace):
             raise WorkflowNotFoundError(f"no workflow run {run_id!r}")
-        return cls(run.instance_id, run.workflow_type, run=run, pinned=True)
+        return cls(
+            run.instance_id, run.workflow_type, run=run, pinned=True, namespace=run.namespace
+        )
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the instance belongs to."""
+        return self._namespace
 
     def with_headers(self, headers: dict[str, str]) -> WorkflowStub[P, R]:
         """A copy of this stub whose commands (start, signal, update, query, cancel,
         terminate) carry ``headers`` besides those it carries already. Refused with
         ``InvalidHeaderError`` unless it is a small map of safe strings."""
         stub: WorkflowStub[P, R] = WorkflowStub(
-            self._instance_id, self._workflow_type, run=self._run, pinned=self._pinned
+            self._instance_id,
+            self._workflow_type,
+            run=self._run,
+            pinned=self._pinned,
+            namespace=self._namespace,
         )
         stub._headers = {**self._headers, **check_headers(headers)}
         return stub
@@ -185,6 +218,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
             options=dataclasses.replace(input.options, headers=input.headers),
             queue=getattr(workflow_cls, "queue", None),
             connection=getattr(workflow_cls, "connection", None),
+            namespace=self._namespace,
         )
         self.refresh()
         return start_result(outcome)
@@ -195,7 +229,9 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         which (``reclaimed_leases``, ``resent_tasks``, ``recreated_workflow_task``).
         ``request_id``: sent again with the same id, nothing is repaired twice; the first
         outcome comes back."""
-        outcome = request_repair(self._instance_id, reason=reason, request_id=request_id)
+        outcome = request_repair(
+            self._instance_id, reason=reason, request_id=request_id, namespace=self._namespace
+        )
         self.refresh()
         return CommandResult(
             accepted=outcome.accepted,
@@ -230,6 +266,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
                 "idempotency_key": idempotency_key,
                 "metadata": metadata or {},
             },
+            namespace=self._namespace,
         )
 
     # ----------------------------------------------------- cancel / terminate
@@ -277,6 +314,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
                     run_id=input.run_id,
                     reason=input.reason,
                     request_id=input.request_id,
+                    namespace=self._namespace,
                 )
             else:
                 outcome = command(
@@ -285,6 +323,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
                     reason=input.reason,
                     request_id=input.request_id,
                     headers=input.headers,
+                    namespace=self._namespace,
                 )
             self.refresh()
             return command_result(outcome, self._pinned)
@@ -349,7 +388,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         if self._pinned and self._run is not None:
             self._run = runs.get_run(self._run.id)
         else:
-            self._run = runs.current_run(self._instance_id)
+            self._run = runs.current_run(self._instance_id, namespace=self._namespace)
         return self
 
     def id(self) -> str:
@@ -438,7 +477,9 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     def describe(self) -> WorkflowDescription:
         """The run now: its status, what it waits on and, when it is parked on a failed
         workflow task, that failure (read from committed rows, nothing is replayed)."""
-        return waits.describe(self._instance_id, self._workflow_type, self.refresh()._run)
+        return waits.describe(
+            self._instance_id, self._workflow_type, self.refresh()._run, namespace=self._namespace
+        )
 
     def wait(self, timeout: float = 30.0, *, poll_interval: float = 0.05) -> WorkflowStub[P, R]:
         """Block until the run closes (or ``timeout`` seconds pass); for scripts and tests.
@@ -458,29 +499,37 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     @overload
     @classmethod
     async def amake(
-        cls, workflow: type[Handles[P, R]], instance_id: str | None = None
+        cls,
+        workflow: type[Handles[P, R]],
+        instance_id: str | None = None,
+        *,
+        namespace: str | None = None,
     ) -> WorkflowStub[P, R]: ...
     @overload
     @classmethod
     async def amake(
-        cls, workflow: str, instance_id: str | None = None
+        cls, workflow: str, instance_id: str | None = None, *, namespace: str | None = None
     ) -> WorkflowStub[..., Any]: ...
     @classmethod
     async def amake(
-        cls, workflow: type | str, instance_id: str | None = None
+        cls, workflow: type | str, instance_id: str | None = None, *, namespace: str | None = None
     ) -> WorkflowStub[..., Any]:
         """``make()`` as a coroutine."""
-        return await call(lambda: cls.make(workflow, instance_id))
+        return await call(lambda: cls.make(workflow, instance_id, namespace=namespace))
 
     @classmethod
-    async def aload(cls, instance_id: str) -> WorkflowStub[..., Any]:
+    async def aload(
+        cls, instance_id: str, *, namespace: str | None = None
+    ) -> WorkflowStub[..., Any]:
         """``load()`` as a coroutine."""
-        return await call(cls.load, instance_id)
+        return await call(lambda: cls.load(instance_id, namespace=namespace))
 
     @classmethod
-    async def aload_run(cls, run_id: str | uuid.UUID) -> WorkflowStub[..., Any]:
+    async def aload_run(
+        cls, run_id: str | uuid.UUID, *, namespace: str | None = None
+    ) -> WorkflowStub[..., Any]:
         """``load_run()`` as a coroutine."""
-        return await call(cls.load_run, run_id)
+        return await call(lambda: cls.load_run(run_id, namespace=namespace))
 
     astart = twin(start)
     aattempt_start = twin(attempt_start)

@@ -57,6 +57,7 @@ class StubMessages:
     """The signal, query and update methods of ``WorkflowStub``."""
 
     _instance_id: str
+    _namespace: str
     _workflow_type: str
     _run: RunRecord | None
     _pinned: bool
@@ -82,6 +83,7 @@ class StubMessages:
             "queue": getattr(workflow_cls, "queue", None),
             "connection": getattr(workflow_cls, "connection", None),
             "request_id": input.request_id,
+            "namespace": self._namespace,
         }
 
     def _plain(self, arguments: Arguments) -> Any:
@@ -110,6 +112,7 @@ class StubMessages:
                 run_id=input.run_id,
                 request_id=input.request_id,
                 headers=input.headers,
+                namespace=self._namespace,
             )
             return command_result(outcome, self._pinned)
 
@@ -157,7 +160,11 @@ class StubMessages:
         return self.query_with_arguments(name, values)
 
     def query_with_arguments(self, name: str, arguments: Arguments) -> Any:
-        run = self._run if self._pinned else runs.current_run(self._instance_id)
+        run = (
+            self._run
+            if self._pinned
+            else runs.current_run(self._instance_id, namespace=self._namespace)
+        )
         if run is None:
             raise QueryRejectedError(
                 "rejected_not_started", f"workflow {self._instance_id!r} has not started"
@@ -195,6 +202,7 @@ class StubMessages:
                 run_id=input.run_id,
                 request_id=input.request_id,
                 headers=input.headers,
+                namespace=self._namespace,
             )
             return self._update_result(outcome.record, outcome)
 
@@ -315,7 +323,7 @@ class StubMessages:
                 update_arguments=plain(input.update_args),
                 **self._with_start_fields(input),
             )
-            self._run = runs.current_run(self._instance_id)
+            self._run = runs.current_run(self._instance_id, namespace=self._namespace)
             update = outcome.update
             return UpdateWithStartResult(
                 start=start_result(outcome.start) if outcome.start is not None else None,

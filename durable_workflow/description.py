@@ -139,6 +139,8 @@ class WorkflowDescription:
     waiting_on: tuple[Wait, ...] = ()
     #: Set when the run is parked on a failed workflow task.
     task_failure: TaskFailure | None = None
+    #: The namespace the instance belongs to.
+    namespace: str = "default"
 
     @property
     def parked(self) -> bool:

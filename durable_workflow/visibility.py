@@ -18,6 +18,7 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
+from durable_workflow import namespaces
 from durable_workflow.authoring.visibility import check_labels
 from durable_workflow.client_async import call
 from durable_workflow.exceptions import InvalidValueError
@@ -39,6 +40,7 @@ class RunSummary:
     started_at: dt.datetime | None
     closed_at: dt.datetime | None
     archived_at: dt.datetime | None = None
+    namespace: str = "default"
 
 
 def list_runs(**filters: Any) -> list[RunSummary]:
@@ -46,8 +48,11 @@ def list_runs(**filters: Any) -> list[RunSummary]:
 
     ``labels={"tenant": "acme"}`` keeps runs carrying every given label with that value.
     Archived runs are left out unless asked for: ``archived=True`` lists only them,
-    ``archived=None`` lists runs whether archived or not.
+    ``archived=None`` lists runs whether archived or not. ``namespace="billing"`` keeps
+    that namespace's runs; without it, runs of every namespace are listed.
     """
+    if filters.get("namespace") is not None:
+        filters["namespace"] = namespaces.check(filters["namespace"])
     if "labels" in filters:
         filters["labels"] = check_labels(filters["labels"])
     if filters.get("archived", False) not in (True, False, None):

@@ -40,6 +40,21 @@ class WorkflowTypeFilter(_StaticFilter):
         return list(registry.workflows())
 
 
+class NamespaceFilter(_StaticFilter):
+    """The default namespace and those schedules use (``?namespace=`` accepts any)."""
+
+    title = "namespace"
+    parameter_name = "namespace"
+    field = "namespace"
+
+    def choices_from_code(self) -> list[str]:
+        from durable_workflow import namespaces
+        from durable_workflow.models import WorkflowSchedule
+
+        used = WorkflowSchedule.objects.values_list("namespace", flat=True).distinct()
+        return [namespaces.default(), *used]
+
+
 class ActivityTypeFilter(_StaticFilter):
     title = "activity type"
     parameter_name = "activity_type"

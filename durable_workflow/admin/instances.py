@@ -11,7 +11,11 @@ from django.utils.html import format_html_join
 
 from durable_workflow.admin.actions import OPERATOR_ACTIONS, OperatorActionsMixin
 from durable_workflow.admin.base import EngineAdmin, timeline_url
-from durable_workflow.admin.filters import CurrentRunArchivedFilter, WorkflowTypeFilter
+from durable_workflow.admin.filters import (
+    CurrentRunArchivedFilter,
+    NamespaceFilter,
+    WorkflowTypeFilter,
+)
 from durable_workflow.admin.operations import Target
 from durable_workflow.admin.runs import allowed_operations, run_link
 from durable_workflow.models import WorkflowInstance, WorkflowRun
@@ -21,6 +25,7 @@ from durable_workflow.models import WorkflowInstance, WorkflowRun
 class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
     list_display = (
         "instance_id",
+        "namespace",
         "workflow_type",
         "status",
         "business_key",
@@ -31,6 +36,7 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
     )
     list_filter = (
         CurrentRunArchivedFilter,
+        NamespaceFilter,
         "status",
         WorkflowTypeFilter,
         ("created_at", admin.DateFieldListFilter),
@@ -51,7 +57,9 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
     @admin.display(description="runs")
     def runs(self, instance: WorkflowInstance) -> str:
         rows = (
-            WorkflowRun.objects.filter(instance_id=instance.instance_id)
+            WorkflowRun.objects.filter(
+                namespace=instance.namespace, instance_id=instance.instance_id
+            )
             .order_by("-run_number")
             .values_list("pk", "run_number", "status")[:50]
         )
@@ -65,7 +73,7 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
         )
 
     def target_of(self, instance: WorkflowInstance) -> Target:
-        return Target(instance.instance_id, None)
+        return Target(instance.instance_id, None, instance.namespace)
 
     def change_view(
         self,
@@ -74,7 +82,8 @@ class WorkflowInstanceAdmin(OperatorActionsMixin, EngineAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        current = WorkflowRun.objects.filter(instance_id=object_id).order_by("-run_number").first()
+        instance = WorkflowInstance.objects.filter(key=object_id).first()
+        current = instance.runs.order_by("-run_number").first() if instance is not None else None
         extra = dict(extra_context or {})
         if current is not None:
             extra["timeline_url"] = timeline_url(current.pk)

@@ -126,6 +126,7 @@ MAX_ANSWER_CHARS = 4000
 class Target:
     instance_id: str
     run_id: uuid.UUID | None = None
+    namespace: str = "default"
 
     def __str__(self) -> str:
         return self.instance_id if self.run_id is None else f"{self.instance_id} ({self.run_id})"
@@ -243,9 +244,9 @@ def _has_failed_workflow_task(run_id: uuid.UUID) -> bool:
     return latest == "failed"
 
 
-def _current_run_id(instance_id: str) -> uuid.UUID | None:
+def _current_run_id(instance_id: str, namespace: str) -> uuid.UUID | None:
     return (
-        WorkflowRun.objects.filter(instance_id=instance_id)
+        WorkflowRun.objects.filter(namespace=namespace, instance_id=instance_id)
         .order_by("-run_number")
         .values_list("id", flat=True)
         .first()
@@ -253,7 +254,7 @@ def _current_run_id(instance_id: str) -> uuid.UUID | None:
 
 
 def _repair(target: Target, reason: str, *, retry: bool) -> Outcome:
-    current = _current_run_id(target.instance_id)
+    current = _current_run_id(target.instance_id, target.namespace)
     if target.run_id is not None and target.run_id != current:
         return Outcome(target, False, "rejected_not_current", "selected_run_not_current")
     if retry:
@@ -266,7 +267,9 @@ def _repair(target: Target, reason: str, *, retry: bool) -> Outcome:
             return Outcome(target, False, "rejected_not_active", "run_not_active")
         if not _has_failed_workflow_task(current):
             return Outcome(target, False, "retry_not_applicable", "no_failed_workflow_task")
-    result = control.request_repair(target.instance_id, source="admin", reason=reason)
+    result = control.request_repair(
+        target.instance_id, source="admin", reason=reason, namespace=target.namespace
+    )
     return Outcome(target, result.accepted, result.outcome, result.rejection_reason)
 
 
@@ -275,7 +278,7 @@ def _query(target: Target, data: dict[str, Any]) -> Outcome:
     if target.run_id is not None:
         stub = WorkflowStub.load_run(target.run_id)
     else:
-        stub = WorkflowStub.load(target.instance_id)
+        stub = WorkflowStub.load(target.instance_id, namespace=target.namespace)
     try:
         answer = stub.query_with_arguments(data["query_name"], data["arguments"])
     except QueryFailedError as exc:
@@ -298,6 +301,7 @@ def _update(target: Target, data: dict[str, Any], reason: str, operator: str) ->
         run_id=target.run_id,
         source="admin",
         metadata={"reason": reason, "operator": operator},
+        namespace=target.namespace,
     )
     accepted = submitted.record is not None and submitted.rejection_reason is None
     errors = submitted.metadata.get("validation_errors") if submitted.metadata else None
@@ -322,7 +326,7 @@ def preview(kind: str, target: Target, data: dict[str, Any] | None = None) -> Ou
     if kind == "archive":
         return _preview_archive(target)
     current = (
-        WorkflowRun.objects.filter(instance_id=target.instance_id)
+        WorkflowRun.objects.filter(namespace=target.namespace, instance_id=target.instance_id)
         .order_by("-run_number")
         .values_list("id", "status")
         .first()
@@ -347,7 +351,9 @@ def _preview_archive(target: Target) -> Outcome:
     """An archive's verdict, read only (``operations.archiving.preview``)."""
     from durable_workflow.operations.archiving import preview as archive_preview
 
-    accepted, outcome, reason = archive_preview(target.instance_id, target.run_id)
+    accepted, outcome, reason = archive_preview(
+        target.instance_id, target.run_id, namespace=target.namespace
+    )
     return Outcome(target, accepted, outcome, reason)
 
 
@@ -377,6 +383,7 @@ def perform_as(
                 reason=reason,
                 source="admin",
                 request_id=request_id,
+                namespace=target.namespace,
             )
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind == "archive":
@@ -386,6 +393,7 @@ def perform_as(
                 reason=reason,
                 source="admin",
                 request_id=request_id,
+                namespace=target.namespace,
             )
             outcome = Outcome(target, result.accepted, result.outcome, result.rejection_reason)
         elif kind in ("repair", "retry"):
@@ -406,6 +414,7 @@ def perform_as(
                 run_id=target.run_id,
                 source="admin",
                 metadata={"reason": reason, "operator": operator},
+                namespace=target.namespace,
             )
             outcome = Outcome(target, sent.accepted, sent.outcome, sent.rejection_reason)
         else:

@@ -30,6 +30,7 @@ from durable_workflow.models import (
     WorkflowSignal,
     WorkflowUpdate,
 )
+from durable_workflow.namespaces import instance_key
 
 if TYPE_CHECKING:  # generic to the type checker only
     _AttemptInline = admin.TabularInline[ActivityAttempt, ActivityExecution]
@@ -250,7 +251,8 @@ class WorkflowCommandAdmin(IdSearchMixin, RunColumnMixin, EngineAdmin):
 
     @admin.display(description="instance", ordering="instance_id")
     def instance_link(self, command: WorkflowCommand) -> str:
-        return link(WorkflowInstance, command.instance_id)
+        key = instance_key(command.namespace, command.instance_id)
+        return link(WorkflowInstance, key, command.instance_id)
 
     @admin.display(description="reason")
     def short_reason(self, command: WorkflowCommand) -> str:

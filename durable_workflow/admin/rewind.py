@@ -66,7 +66,7 @@ def _run_id(target: Target) -> uuid.UUID | None:
     if target.run_id is not None:
         return target.run_id
     return (
-        WorkflowRun.objects.filter(instance_id=target.instance_id)
+        WorkflowRun.objects.filter(namespace=target.namespace, instance_id=target.instance_id)
         .order_by("-run_number")
         .values_list("id", flat=True)
         .first()

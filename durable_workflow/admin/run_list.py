@@ -155,7 +155,7 @@ class RunListMixin:
             key, value = label
             labelled = queryset.annotate(dw_label=KeyTransform(key, "labels"))
             return queryset.filter(pk__in=labelled.filter(dw_label=value).values("pk")), False
-        query = Q(instance_id=term) | Q(instance__instance_id__startswith=term)
+        query = Q(instance_id=term) | Q(instance_id__startswith=term)
         query |= Q(business_key=term)
         with contextlib.suppress(ValueError):
             query |= Q(pk=uuid.UUID(term))

@@ -23,7 +23,12 @@ from durable_workflow.admin.base import (
     timeline_url,
 )
 from durable_workflow.admin.compatibility import compatibility_html
-from durable_workflow.admin.filters import ArchivedFilter, QueueFilter, WorkflowTypeFilter
+from durable_workflow.admin.filters import (
+    ArchivedFilter,
+    NamespaceFilter,
+    QueueFilter,
+    WorkflowTypeFilter,
+)
 from durable_workflow.admin.operations import (
     ON_CLOSED_RUNS,
     ONLY_ON_CLOSED_RUNS,
@@ -42,6 +47,7 @@ from durable_workflow.models import (
     WorkflowInstance,
     WorkflowRun,
 )
+from durable_workflow.namespaces import instance_key
 
 
 @admin.register(WorkflowRun)
@@ -49,6 +55,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     list_filter = (
         ArchivedFilter,
         NeedsAttentionFilter,
+        NamespaceFilter,
         "status",
         WorkflowTypeFilter,
         QueueFilter,
@@ -121,7 +128,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
     # ------------------------------------------------------------------ columns
     @admin.display(description="instance", ordering="instance_id")
     def instance_link(self, run: WorkflowRun) -> str:
-        return link(WorkflowInstance, run.instance_id)
+        return link(WorkflowInstance, instance_key(run.namespace, run.instance_id), run.instance_id)
 
     @admin.display(description="events")
     def events(self, run: WorkflowRun) -> int:
@@ -154,7 +161,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
 
     # --------------------------------------------------------------- operations
     def target_of(self, run: WorkflowRun) -> Target:
-        return Target(run.instance_id, run.pk)
+        return Target(run.instance_id, run.pk, run.namespace)
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
@@ -209,7 +216,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
         from durable_workflow.ids import instance_file_name
         from durable_workflow.operations.export import build_bundle
 
-        bundle = build_bundle(run.instance_id, run_id=str(run.pk))
+        bundle = build_bundle(run.instance_id, run_id=str(run.pk), namespace=run.namespace)
         response = JsonResponse(bundle, json_dumps_params={"indent": 2, "ensure_ascii": False})
         name = f"{instance_file_name(run.instance_id)}-run-{run.run_number}.json"
         response["Content-Disposition"] = content_disposition_header(True, name)
@@ -252,7 +259,9 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
             "title": f"Run {run.run_number} of {run.instance_id}",
             "run": run,
             "page": page,
-            "instance_url": admin_url(WorkflowInstance, run.instance_id),
+            "instance_url": admin_url(
+                WorkflowInstance, instance_key(run.namespace, run.instance_id)
+            ),
             "run_url": admin_url(WorkflowRun, run.pk),
             "export_url": reverse("admin:durable_workflow_workflowrun_export", args=[run.pk]),
             "lineage": lineage_links(run),
@@ -355,7 +364,8 @@ def _rewind_links(run: WorkflowRun) -> list[tuple[str, str]]:
     where = f" ({point.get('kind')}, cut before event {point.get('cut')})" if point else ""
     source = run.reset_from_run
     if source is not None:
-        label = "reset from" if source.instance_id == run.instance_id else "forked from"
+        same = (source.namespace, source.instance_id) == (run.namespace, run.instance_id)
+        label = "reset from" if same else "forked from"
         links.append((label + where, run_link(source.pk, str(source))))
     if run.reset_to_run_id:
         links.append(("reset to" + where, run_link(run.reset_to_run_id, str(run.reset_to_run))))

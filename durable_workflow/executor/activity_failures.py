@@ -65,6 +65,7 @@ def retry_or_fail(
         activities.reopen_execution(execution.id)
         retry = tasks.create_task(
             run_id=run.id,
+            namespace=run.namespace,
             task_type=TaskType.ACTIVITY,
             available_at=now + dt.timedelta(seconds=delay),
             queue=execution.queue,

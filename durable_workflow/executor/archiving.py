@@ -14,13 +14,17 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from durable_workflow import clock
+from durable_workflow import clock, namespaces
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.control import CloseOutcome, _repeated
-from durable_workflow.executor.intake import check_request_id, repeated_request
+from durable_workflow.executor.intake import (
+    check_request_id,
+    not_found_message,
+    repeated_request,
+)
 from durable_workflow.models import TERMINAL_RUN_STATUSES, CommandStatus, CommandType
 from durable_workflow.store import commands, database, runs
 from durable_workflow.store.records import RunRecord
@@ -39,6 +43,7 @@ def request_archive(
     reason: str | None = None,
     source: str = "client",
     request_id: str | None = None,
+    namespace: str | None = None,
 ) -> CloseOutcome:
     """Archive the instance's closed runs (or the one run ``run_id``).
 
@@ -48,14 +53,15 @@ def request_archive(
     """
     check_reason(reason)
     check_request_id(request_id)
+    space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
-        if runs.get_instance(instance_id) is None:
-            raise WorkflowNotFoundError(f"no workflow instance {instance_id!r}")
-        prior = repeated_request(instance_id, CommandType.ARCHIVE, request_id)
+        if runs.get_instance(instance_id, namespace=space) is None:
+            raise WorkflowNotFoundError(not_found_message(instance_id, space))
+        prior = repeated_request(instance_id, CommandType.ARCHIVE, request_id, namespace=space)
         if prior is not None:  # the same request again: its first answer, nothing new
             return _repeated(prior)
-        targets, rejection = _lock_targets(instance_id, run_id)
+        targets, rejection = _lock_targets(instance_id, run_id, namespace=space)
         subject = targets[-1] if targets else None
         todo = [run for run in targets if run.archived_at is None] if rejection is None else []
         if rejection is not None:
@@ -68,6 +74,7 @@ def request_archive(
             )
         done: dict[str, Any] = {"archived_run_ids": [str(run.id) for run in todo]} if todo else {}
         command = commands.record_command(
+            namespace=space,
             instance_id=instance_id,
             run_id=subject.id if subject else None,
             command_type=CommandType.ARCHIVE,
@@ -95,7 +102,7 @@ def request_archive(
 
 
 def _lock_targets(
-    instance_id: str, run_id: str | uuid.UUID | None
+    instance_id: str, run_id: str | uuid.UUID | None, *, namespace: str
 ) -> tuple[list[RunRecord], tuple[str, str] | None]:
     """The runs to archive, locked, oldest first, or why not (outcome, reason)."""
     if run_id is not None:
@@ -103,19 +110,20 @@ def _lock_targets(
             run = runs.lock_run(uuid.UUID(str(run_id)))
         except ValueError:
             run = None
-        if run is None or run.instance_id != instance_id:
+        if run is None or (run.namespace, run.instance_id) != (namespace, instance_id):
             raise WorkflowNotFoundError(f"no run {run_id!s} of workflow instance {instance_id!r}")
         if run.status not in TERMINAL_RUN_STATUSES:
             return [run], REJECTED_RUN_NOT_CLOSED
         return [run], None
-    current = runs.current_run(instance_id)
+    current = runs.current_run(instance_id, namespace=namespace)
     if current is None:
         return [], ("rejected_not_started", "instance_not_started")
     newest = runs.lock_run(current.id)
     assert newest is not None
     if newest.status not in TERMINAL_RUN_STATUSES:
         return [newest], REJECTED_RUN_NOT_CLOSED
-    locked = [runs.lock_run(pk) for pk in runs.unarchived_run_ids(instance_id, besides=newest.id)]
+    older = runs.unarchived_run_ids(instance_id, namespace=namespace, besides=newest.id)
+    locked = [runs.lock_run(pk) for pk in older]
     return [run for run in locked if run is not None] + [newest], None
 
 

@@ -70,6 +70,7 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
             "parent_close_policy": policy,
         },
         parent_instance_id=run.instance_id,
+        namespace=run.namespace,  # a child lives in its parent's namespace
     )
     if not started.accepted:
         refused = {
@@ -126,6 +127,7 @@ def signal_workflow(run: RunRecord, command: c.SignalExternal, *, now: dt.dateti
             source="workflow",
             metadata={"sender_instance_id": run.instance_id, "sender_run_id": str(run.id)},
             headers=command.headers,
+            namespace=run.namespace,
         )
     except WorkflowNotFoundError:
         payload.update(_not_found())
@@ -146,7 +148,11 @@ def cancel_workflow(run: RunRecord, command: c.CancelExternal, *, now: dt.dateti
     }
     try:
         requested = request_cancel(
-            command.instance_id, run_id=command.run_id, reason=command.reason, source="workflow"
+            command.instance_id,
+            run_id=command.run_id,
+            reason=command.reason,
+            source="workflow",
+            namespace=run.namespace,
         )
     except WorkflowNotFoundError:
         payload.update(_not_found())
@@ -221,11 +227,17 @@ def apply_close_policies(run: RunRecord, *, now: dt.datetime) -> list[Event]:
         outcome = "abandoned"
         if policy == "request_cancel":
             outcome = request_cancel(
-                call.child_instance_id, reason="parent closed", source="parent_close_policy"
+                call.child_instance_id,
+                reason="parent closed",
+                source="parent_close_policy",
+                namespace=run.namespace,
             ).outcome
         elif policy == "terminate":
             outcome = request_terminate(
-                call.child_instance_id, reason="parent closed", source="parent_close_policy"
+                call.child_instance_id,
+                reason="parent closed",
+                source="parent_close_policy",
+                namespace=run.namespace,
             ).outcome
         else:
             children.set_status(call.id, ChildCallStatus.ABANDONED, now=now)

@@ -174,6 +174,7 @@ def continue_as_new(
     if carried.get("run_timeout_seconds"):
         carried["run_deadline_at"] = now + dt.timedelta(seconds=carried["run_timeout_seconds"])
     following = runs.create_run(
+        namespace=run.namespace,
         instance_id=run.instance_id,
         workflow_type=run.workflow_type,
         workflow_class=run.workflow_class,

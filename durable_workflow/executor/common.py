@@ -118,6 +118,7 @@ def workflow_task_row(
     """A new (unsaved) workflow task of ``run``: its routing, marker and sticky owner."""
     return tasks.build_task(
         run_id=run.id,
+        namespace=run.namespace,
         task_type=TaskType.WORKFLOW,
         available_at=available_at or now,
         queue=run.queue,

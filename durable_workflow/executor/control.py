@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from durable_workflow import clock
+from durable_workflow import clock, namespaces
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.closing import close_as
@@ -35,12 +35,14 @@ class CommandOutcome:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def repeated_repair(instance_id: str, request_id: str | None) -> CommandOutcome | None:
+def repeated_repair(
+    instance_id: str, request_id: str | None, *, namespace: str
+) -> CommandOutcome | None:
     """The first repair this instance took under ``request_id`` (call it holding the
     instance lock)."""
     from durable_workflow.executor.intake import repeated_request
 
-    prior = repeated_request(instance_id, CommandType.REPAIR, request_id)
+    prior = repeated_request(instance_id, CommandType.REPAIR, request_id, namespace=namespace)
     if prior is None:
         return None
     return CommandOutcome(
@@ -54,7 +56,12 @@ def repeated_repair(instance_id: str, request_id: str | None) -> CommandOutcome 
 
 @retry_transaction
 def request_repair(
-    instance_id: str, *, source: str = "client", reason: str = "", request_id: str | None = None
+    instance_id: str,
+    *,
+    source: str = "client",
+    reason: str = "",
+    request_id: str | None = None,
+    namespace: str | None = None,
 ) -> CommandOutcome:
     """Re-create a lost or failed workflow task, reclaim the run's expired leases and
     re-send its ready task messages.
@@ -69,13 +76,14 @@ def request_repair(
 
     check_reason(reason)
     check_request_id(request_id)
+    space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
         if request_id is not None:  # instance before run, as a start locks them
-            runs.lock_instance(instance_id)
-        current = runs.current_run(instance_id)
+            runs.lock_instance(instance_id, namespace=space)
+        current = runs.current_run(instance_id, namespace=space)
         run = runs.lock_run(current.id) if current else None
-        repeated = repeated_repair(instance_id, request_id)
+        repeated = repeated_repair(instance_id, request_id, namespace=space)
         if repeated is not None:
             return repeated
 
@@ -83,6 +91,7 @@ def request_repair(
             status: str, outcome: str, rejection: str | None = None, **done: Any
         ) -> CommandOutcome:
             command = commands.record_command(
+                namespace=space,
                 instance_id=instance_id,
                 run_id=run.id if run else None,
                 command_type=CommandType.REPAIR,
@@ -168,6 +177,7 @@ def _close_command(
     source: str,
     request_id: str | None = None,
     headers: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> CloseOutcome:
     from durable_workflow.executor.intake import check_request_id, repeated_request, resolve_target
 
@@ -176,9 +186,10 @@ def _close_command(
     headers = check_headers(headers)
     now = clock.now()
     command_type = CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE
+    space = namespaces.resolve(namespace)
     with database.atomic():
-        run, rejection = resolve_target(instance_id, run_id)
-        prior = repeated_request(instance_id, command_type, request_id)
+        run, rejection = resolve_target(instance_id, run_id, namespace=space)
+        prior = repeated_request(instance_id, command_type, request_id, namespace=space)
         if prior is not None:  # the same request again: its first answer, nothing new
             return _repeated(prior)
         accepted = rejection is None
@@ -186,6 +197,7 @@ def _close_command(
             ("cancelled" if kind == "cancel" else "terminated") if accepted else rejection.outcome
         )  # type: ignore[union-attr]
         command = commands.record_command(
+            namespace=space,
             instance_id=instance_id,
             run_id=run.id if run else None,
             command_type=command_type,
@@ -267,6 +279,7 @@ def request_cancel(
     source: str = "client",
     request_id: str | None = None,
     headers: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> CloseOutcome:
     """Ask the run to stop: ``WorkflowCancelled`` is raised in the body at its next step.
 
@@ -282,6 +295,7 @@ def request_cancel(
         source=source,
         request_id=request_id,
         headers=headers,
+        namespace=namespace,
     )
 
 
@@ -294,6 +308,7 @@ def request_terminate(
     source: str = "client",
     request_id: str | None = None,
     headers: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> CloseOutcome:
     """Close the run at once; no more workflow code runs."""
     return _close_command(
@@ -304,4 +319,5 @@ def request_terminate(
         source=source,
         request_id=request_id,
         headers=headers,
+        namespace=namespace,
     )

@@ -22,11 +22,11 @@ from durable_workflow.store.records import CommandRecord, RunRecord
 REASON = "deduplication_id_in_use"
 
 
-def holder(deduplication_id: str | None) -> RunRecord | None:
-    """The open run holding ``deduplication_id`` (``None`` when it is free or unset)."""
+def holder(deduplication_id: str | None, *, namespace: str) -> RunRecord | None:
+    """The namespace's open run holding ``deduplication_id`` (``None``: free or unset)."""
     if deduplication_id is None:
         return None
-    return runs.open_run_with_deduplication_id(deduplication_id)
+    return runs.open_run_with_deduplication_id(deduplication_id, namespace=namespace)
 
 
 def create_unless_held(deduplication_id: str | None, **run: Any) -> RunRecord | None:
@@ -38,7 +38,7 @@ def create_unless_held(deduplication_id: str | None, **run: Any) -> RunRecord | 
         with database.atomic():
             return runs.create_run(**run)
     except IntegrityError:
-        if holder(deduplication_id) is None:
+        if holder(deduplication_id, namespace=run["namespace"]) is None:
             raise
         return None
 
@@ -50,11 +50,13 @@ def reject(
     metadata: dict[str, Any] | None,
     held_by: RunRecord | None,
     *,
+    namespace: str,
     now: dt.datetime,
 ) -> tuple[CommandRecord, RunRecord | None]:
     """Record the rejected start; the instance stays ``reserved``, as ``make()`` left it."""
-    held_by = held_by or holder(options.deduplication_id)
+    held_by = held_by or holder(options.deduplication_id, namespace=namespace)
     command = commands.record_command(
+        namespace=namespace,
         instance_id=instance_id,
         run_id=None,
         command_type=CommandType.START,

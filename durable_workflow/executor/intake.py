@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from durable_workflow import clock, contracts, registry, text
+from durable_workflow import clock, contracts, namespaces, registry, text
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
@@ -49,12 +49,12 @@ class SignalOutcome:
 
 
 def resolve_target(
-    instance_id: str, run_id: str | uuid.UUID | None
+    instance_id: str, run_id: str | uuid.UUID | None, *, namespace: str
 ) -> tuple[RunRecord | None, Rejection | None]:
     """Lock the instance's newest run and check it can take a command."""
-    if runs.get_instance(instance_id) is None:
-        raise WorkflowNotFoundError(f"no workflow instance {instance_id!r}")
-    current = runs.current_run(instance_id)
+    if runs.get_instance(instance_id, namespace=namespace) is None:
+        raise WorkflowNotFoundError(not_found_message(instance_id, namespace))
+    current = runs.current_run(instance_id, namespace=namespace)
     if current is None:
         return None, Rejection("rejected_not_started", "instance_not_started")
     run = runs.lock_run(current.id)
@@ -81,14 +81,18 @@ def check_request_id(request_id: str | None) -> None:
         raise InvalidValueError(f"request_id: {reason}", field="request_id", reason=reason)
 
 
+def not_found_message(instance_id: str, namespace: str) -> str:
+    return f"no workflow instance {instance_id!r} in namespace {namespace!r}"
+
+
 def repeated_request(
-    instance_id: str, command_type: str, request_id: str | None
+    instance_id: str, command_type: str, request_id: str | None, *, namespace: str
 ) -> commands.PriorCommand | None:
     """The command this instance already took under ``request_id`` (call it holding the
     run lock, so two deliveries of one request cannot both miss it)."""
     if request_id is None:
         return None
-    return commands.command_for_request(instance_id, command_type, request_id)
+    return commands.command_for_request(instance_id, command_type, request_id, namespace=namespace)
 
 
 def limit_rejection(kind: str, value: int, *, run_id: Any = "") -> Rejection | None:
@@ -143,6 +147,7 @@ def send_signal(
     metadata: dict[str, Any] | None = None,
     request_id: str | None = None,
     headers: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> SignalOutcome:
     """Record a signal for the instance's current run (or the pinned ``run_id``).
 
@@ -152,10 +157,11 @@ def send_signal(
     check_name(name, field="signal name")
     check_request_id(request_id)
     headers = check_headers(headers)
+    space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
-        run, rejection = resolve_target(instance_id, run_id)
-        prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
+        run, rejection = resolve_target(instance_id, run_id, namespace=space)
+        prior = repeated_request(instance_id, CommandType.SIGNAL, request_id, namespace=space)
         if prior is not None:
             return _repeated_signal(prior)
         if request_id is not None:
@@ -175,6 +181,7 @@ def send_signal(
             rejection,
             source,
             metadata or {},
+            namespace=space,
             now=now,
             headers=headers,
         )
@@ -221,6 +228,7 @@ def _record_signal(
     source: str,
     metadata: dict[str, Any],
     *,
+    namespace: str,
     now: dt.datetime,
     headers: dict[str, str] | None = None,
 ) -> SignalOutcome:
@@ -228,6 +236,7 @@ def _record_signal(
     encoded = envelope.encode(values, codec) if rejection is None else {}
     accepted = rejection is None
     command = commands.record_command(
+        namespace=namespace,
         instance_id=instance_id,
         run_id=run.id if run else None,
         command_type=CommandType.SIGNAL,
@@ -303,6 +312,7 @@ def signal_with_start(
     connection: str | None,
     source: str = "client",
     request_id: str | None = None,
+    namespace: str | None = None,
 ) -> SignalWithStartOutcome:
     """Start the workflow unless an active run exists, and signal it, in one transaction.
 
@@ -318,24 +328,33 @@ def signal_with_start(
         "intake_group_id": str(uuid.uuid4()),
         "intake_mode": "signal_with_start",
     }
+    space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
         if request_id is not None:
             # the instance row is the lock two deliveries of one request queue on
             validate_instance_id(instance_id)
-            runs.reserve_instance(instance_id, workflow_type, now=now)
-            runs.lock_instance(instance_id)
-            prior = repeated_request(instance_id, CommandType.SIGNAL, request_id)
+            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
+            runs.lock_instance(instance_id, namespace=space)
+            prior = repeated_request(instance_id, CommandType.SIGNAL, request_id, namespace=space)
             if prior is not None:
                 start = linked_start(instance_id, prior)
                 return SignalWithStartOutcome(start=start, signal=_repeated_signal(prior))
             group["request_id"] = request_id
         values, rejection = check_signal(workflow_type, signal_name, signal_arguments)
         if rejection is not None:
-            runs.reserve_instance(instance_id, workflow_type, now=now)
-            current = runs.current_run(instance_id)
+            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
+            current = runs.current_run(instance_id, namespace=space)
             signal = _record_signal(
-                instance_id, current, signal_name, [], rejection, source, group, now=now
+                instance_id,
+                current,
+                signal_name,
+                [],
+                rejection,
+                source,
+                group,
+                namespace=space,
+                now=now,
             )
             return SignalWithStartOutcome(start=None, signal=signal)
         start = start_workflow(
@@ -350,6 +369,7 @@ def signal_with_start(
             connection=connection,
             source=source,
             command_metadata=group,
+            namespace=space,
         )
         signal = send_signal(
             instance_id,
@@ -358,5 +378,6 @@ def signal_with_start(
             source=source,
             metadata=group,
             headers=getattr(options, "headers", None),
+            namespace=space,
         )
     return SignalWithStartOutcome(start=start, signal=signal)

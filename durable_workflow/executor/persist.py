@@ -91,6 +91,7 @@ def _start_timer(run: RunRecord, command: c.StartTimer, now: dt.datetime) -> lis
         return [(EventType.TIMER_SCHEDULED, scheduled), (EventType.TIMER_FIRED, fired)]
     task = tasks.create_task(
         run_id=run.id,
+        namespace=run.namespace,
         task_type=TaskType.TIMER,
         available_at=fire_at,
         queue=run.queue,

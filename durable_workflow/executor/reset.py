@@ -102,7 +102,7 @@ def reset_run(
             raise ResetRefusedError(exc.reason, str(exc)) from None
         target = new_instance_id or old.instance_id
         if new_instance_id is not None:
-            _reserve_fork(new_instance_id, old.workflow_type, now=now)
+            _reserve_fork(new_instance_id, old.workflow_type, namespace=old.namespace, now=now)
         point = {**plan.describe(), "reason": reason or ""}
         kind = "reset" if new_instance_id is None else "fork"
         if dry_run:
@@ -123,13 +123,14 @@ def _repeated(
     found = runs.get_run(old_id)
     if found is None:
         return None  # _locked reports it
-    target = new_instance_id or found.instance_id
+    # A fork stays in the namespace of the run it forks.
+    target, space = new_instance_id or found.instance_id, found.namespace
     if new_instance_id is not None:
-        runs.reserve_instance(target, found.workflow_type, now=now)
-    runs.lock_instance(target)
+        runs.reserve_instance(target, found.workflow_type, namespace=space, now=now)
+    runs.lock_instance(target, namespace=space)
     kind = "reset" if new_instance_id is None else "fork"
     command_type = CommandType.RESET if kind == "reset" else CommandType.FORK
-    prior = repeated_request(target, command_type, request_id)
+    prior = repeated_request(target, command_type, request_id, namespace=space)
     if prior is None:
         return None
     payload = prior.payload
@@ -149,13 +150,13 @@ def _locked(old_id: uuid.UUID, *, fork: bool) -> RunRecord:
     if found is None:
         raise WorkflowNotFoundError(f"no workflow run {old_id}")
     if not fork:
-        runs.lock_instance(found.instance_id)
+        runs.lock_instance(found.instance_id, namespace=found.namespace)
     old = runs.lock_run(old_id)
     assert old is not None
     if old.closed_reason == "continued":
         raise ResetRefusedError("continued_as_new", rewind.REFUSALS["continued_as_new"])
     if not fork:
-        current = runs.current_run(old.instance_id)
+        current = runs.current_run(old.instance_id, namespace=old.namespace)
         if current is None or current.id != old.id:
             raise ResetRefusedError("not_current_run", rewind.REFUSALS["not_current_run"])
         if old.parent_run_id is not None:
@@ -167,9 +168,11 @@ def _locked(old_id: uuid.UUID, *, fork: bool) -> RunRecord:
     return old
 
 
-def _reserve_fork(instance_id: str, workflow_type: str, *, now: dt.datetime) -> None:
-    runs.reserve_instance(instance_id, workflow_type, now=now)
-    instance = runs.lock_instance(instance_id)
+def _reserve_fork(
+    instance_id: str, workflow_type: str, *, namespace: str, now: dt.datetime
+) -> None:
+    runs.reserve_instance(instance_id, workflow_type, namespace=namespace, now=now)
+    instance = runs.lock_instance(instance_id, namespace=namespace)
     if instance is None or instance.current_run_id is not None:
         raise ResetRefusedError(
             "instance_exists", f"instance_exists: {instance_id!r} already has a run"
@@ -198,6 +201,7 @@ def _write(
     if request_id is not None:
         payload["request_id"] = request_id
     command = commands.record_command(
+        namespace=old.namespace,
         instance_id=target,
         run_id=old.id if kind == "reset" else new.id,
         command_type=CommandType.RESET if kind == "reset" else CommandType.FORK,
@@ -259,6 +263,7 @@ def _new_run(
     if fork:  # a new execution queues for a slot of its own; a reset keeps the old one's
         carried.pop("queue_slot", None)
     new = runs.create_run(
+        namespace=old.namespace,
         instance_id=target,
         workflow_type=old.workflow_type,
         workflow_class=old.workflow_class,
@@ -309,6 +314,7 @@ def _signal_again(
     """A signal of the old run received again by the new run: its own command and row."""
     name = str(payload.get("signal_name") or "")
     command = commands.record_command(
+        namespace=new.namespace,
         instance_id=new.instance_id,
         run_id=new.id,
         command_type=CommandType.SIGNAL,

@@ -68,6 +68,7 @@ class ActivityBatch:
             return [(EventType.ACTIVITY_SCHEDULED, payload)]
         task = tasks.build_task(
             run_id=run.id,
+            namespace=run.namespace,
             task_type=TaskType.ACTIVITY,
             available_at=now,
             queue=execution.queue,

@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from durable_workflow import clock, compatibility
+from durable_workflow import clock, compatibility, namespaces
 from durable_workflow.codec import envelope
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
@@ -56,6 +56,7 @@ def start_workflow(
     parent: dict[str, Any] | None = None,
     parent_instance_id: str | None = None,
     lineage_events: list[tuple[str, dict[str, Any]]] | None = None,
+    namespace: str | None = None,
 ) -> StartOutcome:
     """Record the start command and, unless it is a duplicate, the first run and its task.
 
@@ -65,9 +66,11 @@ def start_workflow(
     are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``) and are
     informational to replay. ``options.queue``, when set, routes the run instead of
     ``queue``; on a queue that limits its runs, the run may wait for a slot
-    (``workflow_gate``).
+    (``workflow_gate``). ``namespace``: the default
+    one unless given.
     """
     validate_instance_id(instance_id)
+    space = namespaces.resolve(namespace)
     settings = get_settings()
     queue = options.queue or queue
     codec = payload_codec or settings.PAYLOAD_CODEC
@@ -75,18 +78,25 @@ def start_workflow(
     encoded = encoded_arguments or envelope.encode(list(arguments), codec)
     now = clock.now()
     with database.atomic():
-        runs.reserve_instance(instance_id, workflow_type, now=now)
-        instance = runs.lock_instance(instance_id)
+        runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
+        instance = runs.lock_instance(instance_id, namespace=space)
         assert instance is not None
         if instance.current_run_id is not None:
             return _duplicate(
-                instance.current_run_id, instance_id, options, source, command_metadata, now=now
+                instance.current_run_id,
+                instance_id,
+                options,
+                source,
+                command_metadata,
+                namespace=space,
+                now=now,
             )
-        holder = deduplication.holder(options.deduplication_id)
+        holder = deduplication.holder(options.deduplication_id, namespace=space)
         run = None
         if holder is None:
             run = deduplication.create_unless_held(
                 options.deduplication_id,
+                namespace=space,
                 instance_id=instance_id,
                 workflow_type=workflow_type,
                 workflow_class=workflow_class,
@@ -99,7 +109,7 @@ def start_workflow(
             )
         if run is None:
             command, holder = deduplication.reject(
-                instance_id, options, source, command_metadata, holder, now=now
+                instance_id, options, source, command_metadata, holder, namespace=space, now=now
             )
             return StartOutcome(
                 False,
@@ -111,6 +121,7 @@ def start_workflow(
                 holder_instance_id=holder.instance_id if holder else None,
             )
         command = commands.record_command(
+            namespace=space,
             instance_id=instance_id,
             run_id=run.id,
             command_type=CommandType.START,
@@ -163,6 +174,7 @@ def start_workflow(
         starts_now = workflow_gate.enter(run, now=now)
         task = tasks.create_task(
             run_id=run.id,
+            namespace=space,
             task_type=TaskType.WORKFLOW,
             available_at=now,
             queue=run.queue,
@@ -241,12 +253,14 @@ def _duplicate(
     source: str,
     metadata: dict[str, Any] | None,
     *,
+    namespace: str,
     now: dt.datetime,
 ) -> StartOutcome:
     current = runs.get_run(run_id)
     active = current is not None and current.status not in TERMINAL_RUN_STATUSES
     if active and options.duplicate_start_policy == DuplicateStartPolicy.RETURN_EXISTING_ACTIVE:
         command = commands.record_command(
+            namespace=namespace,
             instance_id=instance_id,
             run_id=run_id,
             command_type=CommandType.START,
@@ -258,6 +272,7 @@ def _duplicate(
         )
         return StartOutcome(True, "returned_existing_active", command.id, instance_id, run_id)
     command = commands.record_command(
+        namespace=namespace,
         instance_id=instance_id,
         run_id=run_id,
         command_type=CommandType.START,

@@ -196,6 +196,7 @@ def _retry(
     )
     task = tasks.create_task(
         run_id=run.id,
+        namespace=run.namespace,
         task_type=TaskType.ACTIVITY,
         available_at=available,
         queue=execution.queue,

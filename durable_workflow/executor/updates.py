@@ -6,7 +6,7 @@ import dataclasses
 import uuid
 from typing import Any
 
-from durable_workflow import clock, contracts, registry
+from durable_workflow import clock, contracts, namespaces, registry
 from durable_workflow.codec import envelope
 from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
 from durable_workflow.engine.events import EventType
@@ -129,18 +129,20 @@ def submit_update(
     metadata: dict[str, Any] | None = None,
     request_id: str | None = None,
     headers: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> UpdateOutcome:
     """Accept or reject an update on the run; ``metadata`` joins its command's payload.
     A ``request_id`` the instance took an update under already answers that update."""
     check_name(name, field="update name")
     check_request_id(request_id)
     headers = check_headers(headers)
+    space = namespaces.resolve(namespace)
     now = clock.now()
     if request_id is not None:
         metadata = {**(metadata or {}), "request_id": request_id}
     with database.atomic():
-        run, rejection = resolve_target(instance_id, run_id)
-        prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
+        run, rejection = resolve_target(instance_id, run_id, namespace=space)
+        prior = repeated_request(instance_id, CommandType.UPDATE, request_id, namespace=space)
         if prior is not None:
             return _repeated(prior)
         public, values = name, []
@@ -149,6 +151,7 @@ def submit_update(
         accepted = rejection is None
         encoded = envelope.encode(values, run.payload_codec) if accepted and run else {}
         command = commands.record_command(
+            namespace=space,
             instance_id=instance_id,
             run_id=run.id if run else None,
             command_type=CommandType.UPDATE,
@@ -226,13 +229,15 @@ def _repeated(prior: commands.PriorCommand) -> UpdateOutcome:
     )
 
 
-def _repeated_with_start(instance_id: str, request_id: str) -> UpdateWithStartOutcome | None:
+def _repeated_with_start(
+    instance_id: str, request_id: str, *, namespace: str
+) -> UpdateWithStartOutcome | None:
     """The first outcome of an update-with-start under ``request_id``: its update (and
     linked start), or the refused start when nothing was submitted."""
-    prior = repeated_request(instance_id, CommandType.UPDATE, request_id)
+    prior = repeated_request(instance_id, CommandType.UPDATE, request_id, namespace=namespace)
     if prior is not None:
         return UpdateWithStartOutcome(linked_start(instance_id, prior), _repeated(prior))
-    refused = repeated_request(instance_id, CommandType.START, request_id)
+    refused = repeated_request(instance_id, CommandType.START, request_id, namespace=namespace)
     if refused is not None and refused.payload.get("intake_mode") == "update_with_start":
         return UpdateWithStartOutcome(linked_start(instance_id, refused), None)
     return None
@@ -271,6 +276,7 @@ def update_with_start(
     connection: str | None,
     source: str = "client",
     request_id: str | None = None,
+    namespace: str | None = None,
 ) -> UpdateWithStartOutcome:
     """Start the workflow (its duplicate policy applied) and submit an update, in one
     transaction. An undeclared update or arguments that do not fit it are refused before
@@ -285,20 +291,22 @@ def update_with_start(
         "intake_group_id": str(uuid.uuid4()),
         "intake_mode": "update_with_start",
     }
+    space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
         if request_id is not None:
             validate_instance_id(instance_id)
-            runs.reserve_instance(instance_id, workflow_type, now=now)
-            runs.lock_instance(instance_id)  # two deliveries of one request queue here
-            repeated = _repeated_with_start(instance_id, request_id)
+            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
+            runs.lock_instance(instance_id, namespace=space)  # two deliveries queue here
+            repeated = _repeated_with_start(instance_id, request_id, namespace=space)
             if repeated is not None:
                 return repeated
             group["request_id"] = request_id
         public, _, rejection, _ = _contract(workflow_type, update_name, update_arguments)
         if rejection is not None:
-            runs.reserve_instance(instance_id, workflow_type, now=now)
+            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
             command = commands.record_command(
+                namespace=space,
                 instance_id=instance_id,
                 run_id=None,
                 command_type=CommandType.UPDATE,
@@ -324,6 +332,7 @@ def update_with_start(
             connection=connection,
             source=source,
             command_metadata=group,
+            namespace=space,
         )
         if not start.accepted:
             return UpdateWithStartOutcome(start=start, update=None)
@@ -334,5 +343,6 @@ def update_with_start(
             source=source,
             metadata=group,
             headers=getattr(options, "headers", None),
+            namespace=space,
         )
     return UpdateWithStartOutcome(start=start, update=update)

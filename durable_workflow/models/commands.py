@@ -13,6 +13,7 @@ class WorkflowCommand(models.Model):
     """Every client or operator command, accepted or rejected, with its reason."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    namespace = models.CharField(max_length=128, default="default")
     instance_id = models.CharField(max_length=191, db_index=True)
     run = models.ForeignKey(
         WorkflowRun, null=True, blank=True, on_delete=models.CASCADE, related_name="commands"

@@ -11,7 +11,11 @@ from durable_workflow.models.choices import TERMINAL_RUN_STATUSES, InstanceStatu
 class WorkflowInstance(models.Model):
     """The stable public handle; spans every run of a continue-as-new chain."""
 
-    instance_id = models.CharField(max_length=191, primary_key=True)
+    #: ``namespaces.instance_key(namespace, instance_id)``: the instance id itself in the
+    #: ``default`` namespace (rows from before namespaces kept theirs).
+    key = models.CharField(max_length=320, primary_key=True)
+    namespace = models.CharField(max_length=128, default="default")
+    instance_id = models.CharField(max_length=191)
     workflow_type = models.CharField(max_length=255, db_index=True)
     status = models.CharField(
         max_length=16, choices=InstanceStatus.choices, default=InstanceStatus.RESERVED
@@ -27,6 +31,11 @@ class WorkflowInstance(models.Model):
     class Meta:
         db_table = "durable_workflow_instance"
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "instance_id"], name="dw_instance_namespace_id"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.instance_id
@@ -36,7 +45,16 @@ class WorkflowRun(models.Model):
     """One execution generation of an instance, with its own history."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="runs")
+    namespace = models.CharField(max_length=128, default="default")
+    instance_id = models.CharField(max_length=191)
+    #: No column: the instance a run belongs to is its (namespace, instance_id).
+    instance = models.ForeignObject(
+        WorkflowInstance,
+        on_delete=models.DO_NOTHING,
+        from_fields=["namespace", "instance_id"],
+        to_fields=["namespace", "instance_id"],
+        related_name="runs",
+    )
     run_number = models.PositiveIntegerField(default=1)
     workflow_type = models.CharField(max_length=255)
     workflow_class = models.CharField(max_length=255, blank=True, default="")
@@ -103,12 +121,13 @@ class WorkflowRun(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["instance", "run_number"], name="durable_workflow_run_number_unique"
+                fields=["namespace", "instance_id", "run_number"],
+                name="durable_workflow_run_number_unique",
             ),
             # The database, not a read-then-write, decides between two concurrent starts
             # with one de-duplication id; closing a run frees its id.
             models.UniqueConstraint(
-                fields=["deduplication_id"],
+                fields=["namespace", "deduplication_id"],
                 condition=models.Q(deduplication_id__isnull=False)
                 & ~models.Q(status__in=sorted(TERMINAL_RUN_STATUSES)),
                 name="dw_run_deduplication_open",

@@ -10,6 +10,8 @@ from durable_workflow.models.runs import WorkflowRun
 
 class WorkflowMessage(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    #: The target's namespace (a workflow sends within its own).
+    namespace = models.CharField(max_length=128, default="default")
     target_instance_id = models.CharField(max_length=191)
     target_run = models.ForeignKey(
         WorkflowRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="inbox"
@@ -34,11 +36,11 @@ class WorkflowMessage(models.Model):
         ordering = ["target_instance_id", "stream_key", "sequence"]
         constraints = [
             models.UniqueConstraint(
-                fields=["target_instance_id", "stream_key", "sequence"],
+                fields=["namespace", "target_instance_id", "stream_key", "sequence"],
                 name="durable_workflow_message_sequence",
             ),
             models.UniqueConstraint(
-                fields=["target_instance_id", "stream_key", "idempotency_key"],
+                fields=["namespace", "target_instance_id", "stream_key", "idempotency_key"],
                 name="durable_workflow_message_idempotency",
             ),
         ]

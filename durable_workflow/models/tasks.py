@@ -22,6 +22,8 @@ class Task(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="tasks")
+    #: The run's namespace, copied so a worker or operator can select by it.
+    namespace = models.CharField(max_length=128, default="default")
     task_type = models.CharField(max_length=16, choices=TaskType.choices)
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.READY)
     available_at = models.DateTimeField()

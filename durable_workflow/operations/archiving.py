@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from durable_workflow import namespaces
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor.archiving import request_archive
 from durable_workflow.models import TERMINAL_RUN_STATUSES, WorkflowRun
@@ -38,9 +39,12 @@ def candidates(
     return runs.order_by("closed_at", "id")
 
 
-def preview(instance_id: str, run_id: uuid.UUID | None = None) -> tuple[bool, str, str | None]:
+def preview(
+    instance_id: str, run_id: uuid.UUID | None = None, *, namespace: str | None = None
+) -> tuple[bool, str, str | None]:
     """What archiving would answer, read without writing: (accepted, outcome, reason)."""
-    rows = WorkflowRun.objects.filter(instance_id=instance_id)
+    space = namespaces.resolve(namespace)
+    rows = WorkflowRun.objects.filter(namespace=space, instance_id=instance_id)
     if run_id is not None:
         rows = rows.filter(id=run_id)
     newest = rows.order_by("-run_number").values_list("status", flat=True).first()
@@ -79,21 +83,24 @@ class ArchiveReport:
 
 
 def archive_targets(
-    targets: Sequence[tuple[str, uuid.UUID | None]],
+    targets: Sequence[tuple[str, uuid.UUID | None, str]],
     *,
     reason: str | None,
     dry_run: bool = False,
     source: str = "cli",
 ) -> ArchiveReport:
-    """Archive each named instance (all its closed runs) or run (``(instance, run)``)."""
+    """Archive each named instance (all its closed runs) or run:
+    ``(instance, run or None, namespace)``."""
     report = ArchiveReport(dry_run=dry_run, total_runs=len(targets))
-    for instance_id, run_id in targets:
+    for instance_id, run_id, namespace in targets:
         if dry_run:
-            _, outcome, why = preview(instance_id, run_id)
+            _, outcome, why = preview(instance_id, run_id, namespace=namespace)
             report.count(outcome, instance_id, run_id, why)
             continue
         try:
-            done = request_archive(instance_id, run_id=run_id, reason=reason, source=source)
+            done = request_archive(
+                instance_id, run_id=run_id, reason=reason, source=source, namespace=namespace
+            )
         except WorkflowNotFoundError:
             report.count("not_found", instance_id, run_id, "not_found")
             continue
@@ -125,11 +132,13 @@ def archive_selected(
             else runs.filter(Q(closed_at__gt=after[0]) | Q(closed_at=after[0], id__gt=after[1]))
         )
         want = min(batch_size, total - done_count)
-        batch = list(page.values_list("id", "instance_id", "closed_at")[:want])
+        batch = list(page.values_list("id", "namespace", "instance_id", "closed_at")[:want])
         if not batch:
             break
-        for run_id, instance_id, closed_at in batch:
-            done = request_archive(instance_id, run_id=run_id, reason=reason, source=source)
+        for run_id, space, instance_id, closed_at in batch:
+            done = request_archive(
+                instance_id, run_id=run_id, reason=reason, source=source, namespace=space
+            )
             report.count(done.outcome, instance_id, run_id, done.rejection_reason)
             after = (closed_at, run_id)
         done_count += len(batch)

@@ -37,11 +37,17 @@ from celery import shared_task
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
-from durable_workflow import clock
+from durable_workflow import clock, namespaces
 from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair
 from durable_workflow.logs import get_logger
-from durable_workflow.models import BulkItemState, BulkJob, BulkJobItem, BulkJobStatus
+from durable_workflow.models import (
+    BulkItemState,
+    BulkJob,
+    BulkJobItem,
+    BulkJobStatus,
+    WorkflowRun,
+)
 from durable_workflow.store import database
 
 logger = get_logger("durable_workflow")
@@ -173,8 +179,14 @@ def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> Bul
                 job.started_at = now
             job.batches += 1
             data = {**job.options, "reason": job.reason}
+            spaces = dict(
+                WorkflowRun.objects.filter(
+                    id__in=[i.run_id for i in items if i.run_id]
+                ).values_list("id", "namespace")
+            )
             for item in items:
-                target = Target(item.instance_id, item.run_id)
+                space = (spaces.get(item.run_id) if item.run_id else None) or namespaces.default()
+                target = Target(item.instance_id, item.run_id, space)
                 try:
                     with database.atomic():  # one run's failure leaves the batch usable
                         outcome = perform_as(

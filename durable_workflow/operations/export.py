@@ -14,7 +14,7 @@ import os
 import uuid
 from typing import Any
 
-from durable_workflow import clock
+from durable_workflow import clock, namespaces
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     ChildCall,
@@ -47,11 +47,18 @@ class ExportError(LookupError):
     """The instance or run to export does not exist."""
 
 
-def select_run(instance_id: str, run_id: str | None = None) -> WorkflowRun:
-    """The run to export: ``run_id`` (which must belong to the instance) or the current one."""
-    if not WorkflowInstance.objects.filter(instance_id=instance_id).exists():
-        raise ExportError(f"no workflow instance {instance_id!r}")
-    runs = WorkflowRun.objects.select_related("instance").filter(instance_id=instance_id)
+def select_run(
+    instance_id: str, run_id: str | None = None, *, namespace: str | None = None
+) -> WorkflowRun:
+    """The run to export: ``run_id`` (which must belong to the instance) or the current one;
+    the instance is looked up in ``namespace`` (the default one unless given)."""
+    space = namespaces.resolve(namespace)
+    key = namespaces.instance_key(space, instance_id)
+    if not WorkflowInstance.objects.filter(key=key).exists():
+        raise ExportError(f"no workflow instance {instance_id!r} in namespace {space!r}")
+    runs = WorkflowRun.objects.select_related("instance").filter(
+        namespace=space, instance_id=instance_id
+    )
     if run_id:
         try:
             run = runs.filter(id=uuid.UUID(str(run_id))).first()
@@ -197,13 +204,14 @@ def build_bundle(
     redactor: Any = None,
     signing_key: str | None = None,
     signing_key_id: str | None = None,
+    namespace: str | None = None,
 ) -> dict[str, Any]:
     """Export one run (the current one unless ``run_id`` is given) as a sealed bundle.
 
     Without an explicit ``signing_key``, the ``DW_V2_HISTORY_EXPORT_SIGNING_KEY``
     (and ``..._KEY_ID``) environment variables are used when set.
     """
-    run = select_run(instance_id, run_id)
+    run = select_run(instance_id, run_id, namespace=namespace)
     redact = Redaction(
         redactor,
         identity={

@@ -41,6 +41,7 @@ from durable_workflow.models import (
     WorkflowSignal,
     WorkflowUpdate,
 )
+from durable_workflow.namespaces import instance_key
 from durable_workflow.operations.export import build_bundle
 from durable_workflow.store import database
 
@@ -93,11 +94,11 @@ def count_rows(runs: QuerySet[WorkflowRun]) -> dict[str, int]:
     ids = runs.values("id")
     counts = {name: qs.count() for name, qs in _dependents(ids)}
     counts["runs"] = runs.count()
-    instances = set(runs.values_list("instance_id", flat=True).distinct())
+    instances = set(runs.values_list("namespace", "instance_id").distinct())
     keep = set(
-        WorkflowRun.objects.filter(instance_id__in=instances)
+        WorkflowRun.objects.filter(instance_id__in={i for _, i in instances})
         .exclude(id__in=ids)
-        .values_list("instance_id", flat=True)
+        .values_list("namespace", "instance_id")
         .distinct()
     )
     counts["instances"] = len(instances - keep)
@@ -121,8 +122,8 @@ def delete_runs(run_ids: list[uuid.UUID]) -> Counter[str]:
     """Delete the runs and all their rows in one transaction; returns rows per kind."""
     deleted: Counter[str] = Counter()
     with database.atomic():
-        instance_ids = set(
-            WorkflowRun.objects.filter(id__in=run_ids).values_list("instance_id", flat=True)
+        instances = set(
+            WorkflowRun.objects.filter(id__in=run_ids).values_list("namespace", "instance_id")
         )
         for name, qs in _dependents(run_ids):
             if name == "history_events":
@@ -136,22 +137,37 @@ def delete_runs(run_ids: list[uuid.UUID]) -> Counter[str]:
         # The collector also cascades to any table added later that points at runs.
         _, per_model = WorkflowRun.objects.filter(id__in=run_ids).delete()
         deleted["runs"] += per_model.get(WorkflowRun._meta.label, 0)
-        emptied = instance_ids - set(
-            WorkflowRun.objects.filter(instance_id__in=instance_ids).values_list(
-                "instance_id", flat=True
+        emptied = instances - set(
+            WorkflowRun.objects.filter(instance_id__in={i for _, i in instances}).values_list(
+                "namespace", "instance_id"
             )
         )
         if emptied:
-            for model in (WorkflowSignal, WorkflowUpdate):
-                model.objects.filter(instance_id__in=emptied).delete()
-            WorkflowCommand.objects.filter(instance_id__in=emptied).delete()
-            WorkflowMessage.objects.filter(target_instance_id__in=emptied).delete()
-            deleted["instances"] += (
-                WorkflowInstance.objects.filter(instance_id__in=emptied)
-                .delete()[1]
-                .get(WorkflowInstance._meta.label, 0)
-            )
+            deleted["instances"] += _delete_instances(emptied)
     return deleted
+
+
+def _delete_instances(emptied: set[tuple[str, str]]) -> int:
+    """Delete instances left without runs, and their rows that name no run."""
+    by_namespace: dict[str, set[str]] = {}
+    for namespace, instance_id in emptied:
+        by_namespace.setdefault(namespace, set()).add(instance_id)
+    for namespace, ids in by_namespace.items():
+        WorkflowCommand.objects.filter(namespace=namespace, instance_id__in=ids).delete()
+        WorkflowMessage.objects.filter(namespace=namespace, target_instance_id__in=ids).delete()
+    # Signal and update rows carry no namespace: those of an id that still names an
+    # instance in another namespace are kept.
+    ids = {instance_id for _, instance_id in emptied}
+    alive = set(
+        WorkflowInstance.objects.filter(instance_id__in=ids)
+        .exclude(key__in=[instance_key(*pair) for pair in emptied])
+        .values_list("instance_id", flat=True)
+    )
+    for model in (WorkflowSignal, WorkflowUpdate):
+        model.objects.filter(instance_id__in=ids - alive, run_id__isnull=True).delete()
+    keys = [instance_key(*pair) for pair in emptied]
+    deleted = WorkflowInstance.objects.filter(key__in=keys).delete()[1]
+    return deleted.get(WorkflowInstance._meta.label, 0)
 
 
 @dataclasses.dataclass
@@ -175,7 +191,7 @@ def export_run(run: WorkflowRun, directory: pathlib.Path) -> pathlib.Path:
     The instance id goes through ``instance_file_name`` (``.`` and ``..`` are
     valid ids); a directory that resolves elsewhere (a symlink) is refused.
     """
-    bundle = build_bundle(run.instance_id, run_id=str(run.id))
+    bundle = build_bundle(run.instance_id, run_id=str(run.id), namespace=run.namespace)
     folder = directory / instance_file_name(run.instance_id)
     folder.mkdir(parents=True, exist_ok=True)
     if not folder.resolve().is_relative_to(directory.resolve()):

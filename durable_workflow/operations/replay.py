@@ -149,8 +149,10 @@ def replay_bundle(
     )
 
 
-def replay_instance(instance_id: str, *, run_id: str | None = None) -> ReplayResult:
-    bundle = export.build_bundle(instance_id, run_id=run_id)
+def replay_instance(
+    instance_id: str, *, run_id: str | None = None, namespace: str | None = None
+) -> ReplayResult:
+    bundle = export.build_bundle(instance_id, run_id=run_id, namespace=namespace)
     return replay_bundle(bundle, source=instance_id, verify=False)
 
 

@@ -67,7 +67,10 @@ def select_runs(recent: int, types: Sequence[str] = ()) -> list[WorkflowRun]:
 
 def replay_runs(runs: Iterable[WorkflowRun]) -> list[ReplayResult]:
     """Replay each run in memory against the code loaded now."""
-    return [replay_instance(run.instance_id, run_id=str(run.id)) for run in runs]
+    return [
+        replay_instance(run.instance_id, run_id=str(run.id), namespace=run.namespace)
+        for run in runs
+    ]
 
 
 @dataclasses.dataclass

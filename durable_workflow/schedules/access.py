@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Iterator
 
 from durable_workflow import clock, text
-from durable_workflow.conf import get_settings
 from durable_workflow.schedules import store
 from durable_workflow.schedules.errors import ScheduleDeletedError, ScheduleNotFoundError
 from durable_workflow.schedules.policies import ScheduleStatus
@@ -20,7 +19,9 @@ ScheduleRef = str | ScheduleDescription | ScheduleRecord
 
 
 def default_namespace() -> str:
-    return str(getattr(get_settings(), "NAMESPACE", None) or "default")
+    from durable_workflow import namespaces
+
+    return namespaces.default()
 
 
 def load(schedule: ScheduleRef, namespace: str | None = None) -> ScheduleRecord:

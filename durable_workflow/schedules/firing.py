@@ -92,7 +92,7 @@ def next_fire_time(schedule: ScheduleRecord, *, after: dt.datetime) -> dt.dateti
 def previous_run_active(schedule: ScheduleRecord) -> bool:
     if not schedule.latest_instance_id:
         return False
-    run = runs.current_run(schedule.latest_instance_id)
+    run = runs.current_run(schedule.latest_instance_id, namespace=schedule.namespace)
     return run is not None and run.status not in TERMINAL_RUN_STATUSES
 
 
@@ -224,7 +224,12 @@ def _stop_previous(schedule: ScheduleRecord, policy: ScheduleOverlapPolicy) -> N
     assert schedule.latest_instance_id is not None
     reason = f"schedule {schedule.schedule_id!r} fired again ({policy})"
     stop = request_cancel if policy == Policy.CANCEL_OTHER else request_terminate
-    stop(schedule.latest_instance_id, reason=reason, source="schedule")
+    stop(
+        schedule.latest_instance_id,
+        reason=reason,
+        source="schedule",
+        namespace=schedule.namespace,
+    )
 
 
 def _start(
@@ -260,6 +265,7 @@ def _start(
             source="schedule",
             command_metadata={"schedule": lineage},
             lineage_events=[("ScheduleTriggered", lineage)],
+            namespace=schedule.namespace,  # a schedule's runs live in its namespace
         )
 
     options = StartOptions(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from durable_workflow import clock, text
+from durable_workflow import clock, namespaces, text
 from durable_workflow.client_async import class_twin
 from durable_workflow.models.schedules import ScheduleFireKind
 from durable_workflow.schedules import firing, listing, store, ticker
@@ -133,7 +133,7 @@ class ScheduleManager:
         parsed = ScheduleSpec.parse(spec)
         now = clock.now()
         values = {
-            "namespace": namespace or default_namespace(),
+            "namespace": namespaces.resolve(namespace),
             "schedule_id": schedule_id,
             "spec": parsed.as_dict(),
             "workflow_type": action.workflow_type,

@@ -14,6 +14,7 @@ from durable_workflow.store.records import CommandRecord
 
 def record_command(
     *,
+    namespace: str,
     instance_id: str,
     run_id: uuid.UUID | None,
     command_type: str,
@@ -28,6 +29,7 @@ def record_command(
 ) -> CommandRecord:
     row = WorkflowCommand.objects.create(
         id=uuid7(),
+        namespace=namespace,
         instance_id=instance_id,
         run_id=run_id,
         command_type=command_type,
@@ -64,14 +66,17 @@ class PriorCommand:
 
 
 def command_for_request(
-    instance_id: str, command_type: str, request_id: str
+    instance_id: str, command_type: str, request_id: str, *, namespace: str
 ) -> PriorCommand | None:
     """The command of this type the instance took first under ``request_id``, if any."""
     from durable_workflow.models import WorkflowSignal
 
     row = (
         WorkflowCommand.objects.filter(
-            instance_id=instance_id, command_type=command_type, payload__request_id=request_id
+            namespace=namespace,
+            instance_id=instance_id,
+            command_type=command_type,
+            payload__request_id=request_id,
         )
         .order_by("created_at", "id")
         .first()

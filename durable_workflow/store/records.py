@@ -13,6 +13,7 @@ class RunRecord:
     """A run as read under its row lock; the executor edits it, the store saves it."""
 
     id: uuid.UUID
+    namespace: str
     instance_id: str
     run_number: int
     workflow_type: str
@@ -68,6 +69,7 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class InstanceRecord:
+    namespace: str
     instance_id: str
     workflow_type: str
     status: str

@@ -15,11 +15,13 @@ from durable_workflow.models import (
     WorkflowInstance,
     WorkflowRun,
 )
+from durable_workflow.namespaces import instance_key
 from durable_workflow.store import sql
 from durable_workflow.store.records import InstanceRecord, RunRecord
 
 _RUN_FIELDS = (
     "id",
+    "namespace",
     "instance_id",
     "run_number",
     "workflow_type",
@@ -63,6 +65,7 @@ def _run_record(row: WorkflowRun) -> RunRecord:
 
 def _instance_record(row: WorkflowInstance) -> InstanceRecord:
     return InstanceRecord(
+        namespace=row.namespace,
         instance_id=row.instance_id,
         workflow_type=row.workflow_type,
         status=row.status,
@@ -71,27 +74,37 @@ def _instance_record(row: WorkflowInstance) -> InstanceRecord:
     )
 
 
-def reserve_instance(instance_id: str, workflow_type: str, *, now: dt.datetime) -> InstanceRecord:
+def reserve_instance(
+    instance_id: str, workflow_type: str, *, namespace: str, now: dt.datetime
+) -> InstanceRecord:
     """Create the instance row in ``reserved`` state unless it already exists."""
     row, _ = WorkflowInstance.objects.get_or_create(
-        instance_id=instance_id,
-        defaults={"workflow_type": workflow_type, "created_at": now, "updated_at": now},
+        key=instance_key(namespace, instance_id),
+        defaults={
+            "namespace": namespace,
+            "instance_id": instance_id,
+            "workflow_type": workflow_type,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
     return _instance_record(row)
 
 
-def lock_instance(instance_id: str) -> InstanceRecord | None:
-    row = WorkflowInstance.objects.select_for_update().filter(instance_id=instance_id).first()
+def lock_instance(instance_id: str, *, namespace: str) -> InstanceRecord | None:
+    key = instance_key(namespace, instance_id)
+    row = WorkflowInstance.objects.select_for_update().filter(key=key).first()
     return _instance_record(row) if row else None
 
 
-def get_instance(instance_id: str) -> InstanceRecord | None:
-    row = WorkflowInstance.objects.filter(instance_id=instance_id).first()
+def get_instance(instance_id: str, *, namespace: str) -> InstanceRecord | None:
+    row = WorkflowInstance.objects.filter(key=instance_key(namespace, instance_id)).first()
     return _instance_record(row) if row else None
 
 
 def create_run(
     *,
+    namespace: str,
     instance_id: str,
     workflow_type: str,
     workflow_class: str,
@@ -103,8 +116,10 @@ def create_run(
     extra: dict[str, Any],
 ) -> RunRecord:
     """A new run, made current on its instance."""
-    instance = WorkflowInstance.objects.get(instance_id=instance_id)
+    key = instance_key(namespace, instance_id)
+    instance = WorkflowInstance.objects.get(key=key)
     row = WorkflowRun.objects.create(
+        namespace=namespace,
         instance_id=instance_id,
         run_number=instance.run_count + 1,
         workflow_type=workflow_type,
@@ -119,7 +134,7 @@ def create_run(
         updated_at=now,
         **extra,
     )
-    WorkflowInstance.objects.filter(instance_id=instance_id).update(
+    WorkflowInstance.objects.filter(key=key).update(
         current_run=row,
         run_count=F("run_count") + 1,
         status=InstanceStatus.PENDING,
@@ -130,10 +145,10 @@ def create_run(
     return _run_record(row)
 
 
-def open_run_with_deduplication_id(deduplication_id: str) -> RunRecord | None:
-    """The open run holding a start de-duplication id, if any."""
+def open_run_with_deduplication_id(deduplication_id: str, *, namespace: str) -> RunRecord | None:
+    """The open run of the namespace holding a start de-duplication id, if any."""
     row = (
-        WorkflowRun.objects.filter(deduplication_id=deduplication_id)
+        WorkflowRun.objects.filter(namespace=namespace, deduplication_id=deduplication_id)
         .exclude(status__in=TERMINAL_RUN_STATUSES)
         .first()
     )
@@ -165,6 +180,7 @@ def _by_id(run_id: uuid.UUID | str | sql.Statement) -> sql.Condition:
 _FIXED = frozenset(
     {
         "id",
+        "namespace",
         "instance_id",
         "run_number",
         "workflow_type",
@@ -208,15 +224,21 @@ def cancel_states(
     return {run_id: (status, requested) for run_id, status, requested in rows}
 
 
-def current_run(instance_id: str) -> RunRecord | None:
-    row = WorkflowRun.objects.filter(instance_id=instance_id).order_by("-run_number").first()
+def current_run(instance_id: str, *, namespace: str) -> RunRecord | None:
+    row = (
+        WorkflowRun.objects.filter(namespace=namespace, instance_id=instance_id)
+        .order_by("-run_number")
+        .first()
+    )
     return _run_record(row) if row else None
 
 
-def unarchived_run_ids(instance_id: str, *, besides: uuid.UUID) -> list[uuid.UUID]:
+def unarchived_run_ids(instance_id: str, *, namespace: str, besides: uuid.UUID) -> list[uuid.UUID]:
     """The instance's runs not archived yet, but ``besides``, oldest first."""
     return list(
-        WorkflowRun.objects.filter(instance_id=instance_id, archived_at__isnull=True)
+        WorkflowRun.objects.filter(
+            namespace=namespace, instance_id=instance_id, archived_at__isnull=True
+        )
         .exclude(id=besides)
         .order_by("run_number")
         .values_list("id", flat=True)
@@ -235,7 +257,10 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
         # flips between pending and waiting would cost a write per step.
         _INSTANCES.update(
             {"status": run.status, "updated_at": now},
-            [("instance_id", "=", run.instance_id), ("current_run_id", "=", run.id)],
+            [
+                ("key", "=", instance_key(run.namespace, run.instance_id)),
+                ("current_run_id", "=", run.id),
+            ],
             defer=True,
         )
     run.dirty.clear()

@@ -29,7 +29,12 @@ def _payload(row: WorkflowMessage) -> dict[str, Any]:
 
 
 def store_message(
-    *, target_instance_id: str, stream_key: str, message: dict[str, Any], now: dt.datetime
+    *,
+    namespace: str,
+    target_instance_id: str,
+    stream_key: str,
+    message: dict[str, Any],
+    now: dt.datetime,
 ) -> tuple[dict[str, Any], bool]:
     """Store a message at the stream's next sequence; (message, created).
 
@@ -38,18 +43,22 @@ def store_message(
     key = message.get("idempotency_key")
     if key:
         existing = WorkflowMessage.objects.filter(
-            target_instance_id=target_instance_id, stream_key=stream_key, idempotency_key=key
+            namespace=namespace,
+            target_instance_id=target_instance_id,
+            stream_key=stream_key,
+            idempotency_key=key,
         ).first()
         if existing is not None:
             return _payload(existing), False
     for _ in range(5):
         last = WorkflowMessage.objects.filter(
-            target_instance_id=target_instance_id, stream_key=stream_key
+            namespace=namespace, target_instance_id=target_instance_id, stream_key=stream_key
         ).aggregate(top=Max("sequence"))["top"]
         try:
             with database.atomic():
                 row = WorkflowMessage.objects.create(
                     id=uuid7(),
+                    namespace=namespace,
                     target_instance_id=target_instance_id,
                     stream_key=stream_key,
                     sequence=(last or 0) + 1,
@@ -69,9 +78,12 @@ def store_message(
     raise RuntimeError("could not allocate a message sequence")
 
 
-def undelivered(instance_id: str) -> list[dict[str, Any]]:
+def undelivered(instance_id: str, *, namespace: str) -> list[dict[str, Any]]:
     rows = WorkflowMessage.objects.filter(
-        target_instance_id=instance_id, target_run__isnull=True, status="pending"
+        namespace=namespace,
+        target_instance_id=instance_id,
+        target_run__isnull=True,
+        status="pending",
     ).order_by("stream_key", "sequence")
     return [_payload(r) for r in rows]
 

@@ -65,6 +65,7 @@ def create_task(**fields: Any) -> TaskRecord:
 def build_task(
     *,
     run_id: uuid.UUID,
+    namespace: str,
     task_type: str,
     available_at: dt.datetime,
     queue: str | None,
@@ -87,6 +88,7 @@ def build_task(
         Task,
         id=uuid7(),
         run_id=run_id,
+        namespace=namespace,
         task_type=task_type,
         available_at=available_at,
         queue=queue,

@@ -73,6 +73,7 @@ def filter_runs(
     status: str | list[str] | None = None,
     business_key: str | None = None,
     instance_id: str | None = None,
+    namespace: str | None = None,
     search_attributes: dict[str, Any] | None = None,
     labels: dict[str, str] | None = None,
     started_after: Any = None,
@@ -96,6 +97,8 @@ def filter_runs(
         rows = rows.filter(business_key=business_key)
     if instance_id:
         rows = rows.filter(instance_id=instance_id)
+    if namespace:
+        rows = rows.filter(namespace=namespace)
     if archived is not None:
         rows = rows.filter(archived_at__isnull=not archived)
     for name, bound in (
@@ -120,6 +123,7 @@ def filter_runs(
     return list(
         rows.order_by("-started_at", "-id").values(
             "id",
+            "namespace",
             "instance_id",
             "run_number",
             "workflow_type",

@@ -47,7 +47,9 @@ _CLOSES_WAIT = (
 _OPENS_WAIT = (EventType.SIGNAL_WAIT_OPENED, EventType.CONDITION_WAIT_OPENED)
 
 
-def describe(instance_id: str, workflow_type: str, run: RunRecord | None) -> WorkflowDescription:
+def describe(
+    instance_id: str, workflow_type: str, run: RunRecord | None, *, namespace: str
+) -> WorkflowDescription:
     """The description of ``run`` (``None``: the instance is only reserved)."""
     if run is None:
         return WorkflowDescription(
@@ -57,6 +59,7 @@ def describe(instance_id: str, workflow_type: str, run: RunRecord | None) -> Wor
             run_number=None,
             status="reserved",
             closed_reason=None,
+            namespace=namespace,
         )
     is_open = run.status not in TERMINAL_RUN_STATUSES
     return WorkflowDescription(
@@ -68,6 +71,7 @@ def describe(instance_id: str, workflow_type: str, run: RunRecord | None) -> Wor
         closed_reason=run.closed_reason,
         waiting_on=(_slot_wait(run) + waits_of(run.id)) if is_open else (),
         task_failure=task_failure_of(run.id) if is_open else None,
+        namespace=namespace,
     )
 
 

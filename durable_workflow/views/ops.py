@@ -15,6 +15,7 @@ from django.http.response import HttpResponseBase
 from django.views import View
 
 from durable_workflow.ids import instance_file_name
+from durable_workflow.namespaces import InvalidNamespaceError
 from durable_workflow.operations.export import ExportError, build_bundle
 from durable_workflow.operations.health import health
 from durable_workflow.operations.metrics import operator_metrics
@@ -64,9 +65,15 @@ class MetricsView(OperatorJsonView):
 class HistoryExportView(OperatorJsonView):
     def get(self, request: HttpRequest, instance_id: str, run_id: Any = None) -> HttpResponse:
         try:
-            bundle = build_bundle(instance_id, run_id=str(run_id) if run_id else None)
+            bundle = build_bundle(
+                instance_id,
+                run_id=str(run_id) if run_id else None,
+                namespace=request.GET.get("namespace"),
+            )
         except ExportError as exc:
             return _error(404, "not_found", str(exc))
+        except InvalidNamespaceError as exc:
+            return _error(422, "invalid_namespace", str(exc))
         response = _json(bundle)
         name = f"{instance_file_name(instance_id)}-{bundle['selected_run']['run_id']}.json"
         response["Content-Disposition"] = f'attachment; filename="{name}"'

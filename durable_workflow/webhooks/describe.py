@@ -65,7 +65,9 @@ def not_found(instance_id: str) -> dict[str, Any]:
 
 
 def describe(instance: WorkflowInstance, run_id: str | None) -> dict[str, Any]:
-    newest = WorkflowRun.objects.filter(instance_id=instance.instance_id).order_by("-run_number")
+    newest = WorkflowRun.objects.filter(
+        namespace=instance.namespace, instance_id=instance.instance_id
+    ).order_by("-run_number")
     current = newest.first()
     if run_id is None:
         run = current

@@ -23,7 +23,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.store import runs
-from durable_workflow.store.records import RunRecord
+from durable_workflow.store.records import InstanceRecord, RunRecord
 from durable_workflow.webhooks.responses import micros_z
 
 
@@ -34,11 +34,16 @@ def parse_uuid(value: Any) -> uuid.UUID | None:
         return None
 
 
-def run_of_instance(instance_id: str, run_id: str) -> RunRecord | None:
-    """The run ``run_id`` if it belongs to ``instance_id``."""
+def run_of_instance(instance: InstanceRecord, run_id: str) -> RunRecord | None:
+    """The run ``run_id`` if it belongs to ``instance``."""
     parsed = parse_uuid(run_id)
     run = runs.get_run(parsed) if parsed else None
-    return run if run is not None and run.instance_id == instance_id else None
+    if run is None or (run.namespace, run.instance_id) != (
+        instance.namespace,
+        instance.instance_id,
+    ):
+        return None
+    return run
 
 
 def command_sequence(command_id: Any) -> int | None:

@@ -40,6 +40,7 @@ def built_task(run_id: Any, **fields: Any) -> Any:
 
     values: dict[str, Any] = {
         "run_id": run_id,
+        "namespace": "default",
         "task_type": "activity",
         "available_at": clock.now(),
         "queue": "celery",

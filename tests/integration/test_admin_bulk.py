@@ -50,7 +50,7 @@ def test_select_runs_parked_on_one_exception(client, parked):
 
 def test_a_dry_run_says_what_would_happen_and_changes_nothing(client, parked):
     login(client, "op", *OPERATE)
-    ids = [r.pk for r in WorkflowRun.objects.filter(instance__instance_id__startswith="bulk-")]
+    ids = [r.pk for r in WorkflowRun.objects.filter(instance_id__startswith="bulk-")]
     page = _post(client, ids, reason="after the fix", dry_run="Dry run")
     assert "Dry run: nothing was changed" in page
     summary = re.search(r'id="dw-preview-summary">([^<]*)<', page).group(1)

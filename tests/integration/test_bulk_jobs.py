@@ -38,9 +38,7 @@ class Crash(Exception):
 def open_runs(inline):
     for n in range(RUNS):
         start("tests.approval", f"bulk-{n:03d}", "signal")
-    return list(
-        WorkflowRun.objects.filter(instance__instance_id__startswith="bulk-").order_by("pk")
-    )
+    return list(WorkflowRun.objects.filter(instance_id__startswith="bulk-").order_by("pk"))
 
 
 def _job(runs, operation="terminate", size=BATCH) -> BulkJob:

@@ -81,6 +81,7 @@ def test_a_task_created_without_a_marker_copies_its_runs(inline):
         stub = start("tests.approval", "compat-default", "signal")
     task = task_store.create_task(
         run_id=WorkflowRun.objects.get(pk=stub.run_id()).pk,
+        namespace="default",
         task_type="workflow",
         available_at=clock.now(),
         queue=None,

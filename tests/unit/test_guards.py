@@ -17,6 +17,7 @@ PUBLIC_API = {
     "ClientInterceptor",
     "Interceptor",
     "InvalidHeaderError",
+    "InvalidNamespaceError",
     "WorkflowInboundInterceptor",
     "WorkflowOutboundInterceptor",
     "ModelRef",

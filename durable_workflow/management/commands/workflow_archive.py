@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 
 from durable_workflow import clock
 from durable_workflow.logs import get_logger
+from durable_workflow.management.namespace_option import add_namespace_argument, namespace_option
 from durable_workflow.models import TERMINAL_RUN_STATUSES, WorkflowRun
 from durable_workflow.operations.archiving import (
     ArchiveReport,
@@ -47,6 +48,7 @@ class Command(BaseCommand):
             metavar="RUN_ID",
             help="archive this closed run (repeatable)",
         )
+        add_namespace_argument(parser)
         parser.add_argument("--type", default=None, help="only runs of this workflow type")
         parser.add_argument(
             "--status",
@@ -92,12 +94,15 @@ class Command(BaseCommand):
                 self._targets(options), reason=options["reason"], dry_run=options["dry_run"]
             )
         else:
+            selected = candidates(
+                closed_before=self._cutoff(options),
+                workflow_type=options["type"],
+                statuses=options["status"],
+            )
+            if options["namespace"] is not None:
+                selected = selected.filter(namespace=namespace_option(options))
             report = archive_selected(
-                candidates(
-                    closed_before=self._cutoff(options),
-                    workflow_type=options["type"],
-                    statuses=options["status"],
-                ),
+                selected,
                 reason=options["reason"],
                 dry_run=options["dry_run"],
                 limit=options["limit"],
@@ -114,21 +119,24 @@ class Command(BaseCommand):
         if any(entry["outcome"] == "not_found" for entry in report.rejected):
             raise CommandError("some instances or runs were not found")
 
-    def _targets(self, options: dict[str, Any]) -> list[tuple[str, uuid.UUID | None]]:
-        targets: list[tuple[str, uuid.UUID | None]] = [
-            (instance_id, None) for instance_id in options["instance_id"]
+    def _targets(self, options: dict[str, Any]) -> list[tuple[str, uuid.UUID | None, str]]:
+        space = namespace_option(options)
+        targets: list[tuple[str, uuid.UUID | None, str]] = [
+            (instance_id, None, space) for instance_id in options["instance_id"]
         ]
         for text in options["run_id"]:
             try:
                 run_id = uuid.UUID(text)
             except ValueError:
                 raise CommandError(f"not a run id: {text!r}") from None
-            instance_id = (
-                WorkflowRun.objects.filter(id=run_id).values_list("instance_id", flat=True).first()
+            found = (
+                WorkflowRun.objects.filter(id=run_id)
+                .values_list("instance_id", "namespace")
+                .first()
             )
-            if instance_id is None:
+            if found is None:
                 raise CommandError(f"no workflow run {text}")
-            targets.append((instance_id, run_id))
+            targets.append((found[0], run_id, found[1]))
         return targets
 
     @staticmethod

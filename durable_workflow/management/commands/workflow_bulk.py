@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from durable_workflow.admin.operations import Target, preview
 from durable_workflow.admin.run_list import _failed_with
+from durable_workflow.management.namespace_option import namespace_option
 from durable_workflow.models import BulkJob, RunStatus, WorkflowRun
 from durable_workflow.operations import bulk
 from durable_workflow.text import check_reason
@@ -49,6 +50,7 @@ class Command(BaseCommand):
             help="only runs created at or after this ISO 8601 moment",
         )
         parser.add_argument("--instance-prefix", default=None, help="instance ids starting so")
+        parser.add_argument("--namespace", default=None, help="only runs of this namespace")
         parser.add_argument(
             "--to",
             default="first_failure",
@@ -91,8 +93,9 @@ class Command(BaseCommand):
             data.update(to=options["to"], event=options["event"])
         if options["dry_run"]:
             counts: dict[str, int] = {}
-            for instance_id, run_id in runs.values_list("instance_id", "id").iterator():
-                outcome = preview(operation, Target(instance_id, run_id), data)
+            selected = runs.values_list("instance_id", "id", "namespace")
+            for instance_id, run_id, space in selected.iterator():
+                outcome = preview(operation, Target(instance_id, run_id, space), data)
                 counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
             summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "no runs"
             self.stdout.write(f"dry run ({described}): {summary}; nothing was changed")
@@ -148,8 +151,12 @@ class Command(BaseCommand):
                 since = since.replace(tzinfo=dt.UTC)
             runs = runs.filter(created_at__gte=since)
             described.append(f"since={options['since']}")
+        if options["namespace"] is not None:
+            space = namespace_option(options)
+            runs = runs.filter(namespace=space)
+            described.append(f"namespace={space}")
         if options["instance_prefix"]:
-            runs = runs.filter(instance__instance_id__startswith=options["instance_prefix"])
+            runs = runs.filter(instance_id__startswith=options["instance_prefix"])
             described.append(f"instance-prefix={options['instance_prefix']}")
         if not described:
             raise CommandError(

@@ -9,6 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from durable_workflow.management.namespace_option import (
+    add_namespace_argument,
+    namespace_option,
+)
 from durable_workflow.operations import replay_gate
 from durable_workflow.operations.export import ExportError, build_bundle
 from durable_workflow.operations.redaction import load_redactor
@@ -30,6 +34,7 @@ class Command(BaseCommand):
             help="with --recent: write DIR/<instance>/run-<n>-<run id>.json per run",
         )
         parser.add_argument("--run-id", default=None, help="export this run of the instance")
+        add_namespace_argument(parser)
         parser.add_argument(
             "--output", default=None, metavar="PATH", help="write to PATH instead of stdout"
         )
@@ -50,7 +55,10 @@ class Command(BaseCommand):
         redactor = load_redactor(options["redactor"]) if options["redactor"] else None
         try:
             bundle = build_bundle(
-                options["instance_id"], run_id=options["run_id"], redactor=redactor
+                options["instance_id"],
+                run_id=options["run_id"],
+                redactor=redactor,
+                namespace=namespace_option(options),
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from None

@@ -17,7 +17,9 @@ from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair_pass
 from durable_workflow.executor.control import request_repair
 from durable_workflow.logs import get_logger
+from durable_workflow.management.namespace_option import add_namespace_argument, namespace_option
 from durable_workflow.models import WorkflowInstance, WorkflowRun
+from durable_workflow.namespaces import instance_key
 from durable_workflow.operations import loops
 
 logger = get_logger("durable_workflow")
@@ -58,6 +60,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--reason", default="", help="operator's reason, recorded on each repair command"
         )
+        add_namespace_argument(parser)
         parser.add_argument("--json", action="store_true", help="print a JSON report")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -93,7 +96,10 @@ class Command(BaseCommand):
             loops.run_forever(step, name="workflow_repair", interval=interval, pause=stop.wait)
 
     def _repair_targets(self, options: dict[str, Any]) -> None:
-        results = [self._repair_instance(i, options["reason"]) for i in options["instance_id"]]
+        space = namespace_option(options)
+        results = [
+            self._repair_instance(i, options["reason"], space) for i in options["instance_id"]
+        ]
         results += [self._repair_run(r, options["reason"]) for r in options["run_id"]]
         for result in results:
             logger.info(
@@ -121,16 +127,16 @@ class Command(BaseCommand):
         if any(r["outcome"] == "not_found" for r in results):
             raise CommandError("some targets do not exist", returncode=1)
 
-    def _repair_instance(self, instance_id: str, reason: str) -> dict[str, Any]:
-        if not WorkflowInstance.objects.filter(instance_id=instance_id).exists():
+    def _repair_instance(self, instance_id: str, reason: str, namespace: str) -> dict[str, Any]:
+        if not WorkflowInstance.objects.filter(key=instance_key(namespace, instance_id)).exists():
             return {"target": instance_id, "instance_id": instance_id, "outcome": "not_found"}
         current = (
-            WorkflowRun.objects.filter(instance_id=instance_id)
+            WorkflowRun.objects.filter(namespace=namespace, instance_id=instance_id)
             .order_by("-run_number")
             .values_list("id", flat=True)
             .first()
         )
-        outcome = request_repair(instance_id, source="cli", reason=reason)
+        outcome = request_repair(instance_id, source="cli", reason=reason, namespace=namespace)
         return {
             "target": instance_id,
             "instance_id": instance_id,
@@ -150,7 +156,7 @@ class Command(BaseCommand):
         if run is None:
             return {"target": run_id, "instance_id": None, "run_id": run_id, "outcome": "not_found"}
         newest = (
-            WorkflowRun.objects.filter(instance_id=run.instance_id)
+            WorkflowRun.objects.filter(namespace=run.namespace, instance_id=run.instance_id)
             .order_by("-run_number")
             .values_list("id", flat=True)
             .first()
@@ -165,4 +171,5 @@ class Command(BaseCommand):
                 "rejection_reason": "selected_run_not_current",
                 "resolved_run_id": str(newest),
             }
-        return {**self._repair_instance(run.instance_id, reason), "target": run_id}
+        repaired = self._repair_instance(run.instance_id, reason, run.namespace)
+        return {**repaired, "target": run_id}

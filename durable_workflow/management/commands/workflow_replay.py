@@ -9,6 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from durable_workflow.management.namespace_option import (
+    add_namespace_argument,
+    namespace_option,
+)
 from durable_workflow.operations import replay_gate
 from durable_workflow.operations.export import ExportError
 from durable_workflow.operations.replay import (
@@ -32,6 +36,7 @@ class Command(BaseCommand):
         )
         replay_gate.add_selection_arguments(parser, "replay")
         parser.add_argument("--run-id", default=None, help="with an instance id: that run")
+        add_namespace_argument(parser)
         parser.add_argument("--json", action="store_true", help="print one JSON report")
         parser.add_argument(
             "--no-verify", action="store_true", help="skip the bundle integrity check"
@@ -61,7 +66,11 @@ class Command(BaseCommand):
                 results += [replay_file(f, verify=not options["no_verify"]) for f in found]
                 continue
             try:
-                results.append(replay_instance(target, run_id=options["run_id"]))
+                results.append(
+                    replay_instance(
+                        target, run_id=options["run_id"], namespace=namespace_option(options)
+                    )
+                )
             except ExportError as exc:
                 raise CommandError(
                     f"{target}: not a file, a folder or an instance ({exc})"

@@ -22,6 +22,7 @@ from django.http.response import HttpResponseBase
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
+from durable_workflow import namespaces
 from durable_workflow.exceptions import (
     InvalidInstanceIdError,
     InvalidValueError,
@@ -55,6 +56,15 @@ def _route_safe(value: Any) -> bool:
         and 0 < len(value) <= 255
         and not any(ord(char) < 32 or ord(char) == 127 for char in value)
     )
+
+
+def request_namespace(request: HttpRequest) -> str:
+    """The namespace a request names: the ``X-Namespace`` header, else the ``namespace``
+    query parameter, else the configured default."""
+    named = request.headers.get("X-Namespace")
+    if named is None:
+        named = request.GET.get("namespace")
+    return namespaces.resolve(named)
 
 
 class Respond(Exception):
@@ -94,6 +104,10 @@ class WebhookView(View):
         self.auth: AuthResult = authenticate(request, self.raw_body, self.config)
         if not self.auth.ok:
             return responses.unauthorized(self.auth.reason, self.auth.message)
+        try:
+            self.namespace = request_namespace(request)
+        except namespaces.InvalidNamespaceError as exc:
+            return responses.error(422, "invalid_namespace", str(exc))
         if not all(_route_safe(value) for value in kwargs.values()):
             # No workflow can declare such a name, and no column could store it.
             return responses.not_found("unknown_route", "No webhook route matches this path.")
@@ -122,7 +136,7 @@ class WebhookView(View):
         """The instance, or 404 when it does not exist or its type is not exposed."""
         try:
             validate_instance_id(instance_id)
-            instance = runs.get_instance(instance_id)
+            instance = runs.get_instance(instance_id, namespace=self.namespace)
         except InvalidInstanceIdError:
             instance = None
         if instance is None or not exposure.is_exposed(instance.workflow_type, self.workflows):
@@ -139,7 +153,7 @@ class WebhookView(View):
         """The run a run-targeted route names (404 if it is not one of the instance's)."""
         if run_id is None:
             return None
-        run = records.run_of_instance(instance.instance_id, run_id)
+        run = records.run_of_instance(instance, run_id)
         if run is None:
             raise Respond(
                 responses.not_found(

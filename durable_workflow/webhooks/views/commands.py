@@ -62,6 +62,7 @@ class SignalView(WebhookView):
             run_id=selected.id if selected else None,
             source=responses.COMMAND_SOURCE,
             request_id=self.request_id(),
+            namespace=self.namespace,
         )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome)
@@ -92,6 +93,7 @@ class CloseView(WebhookView):
             reason=reason,
             source=responses.COMMAND_SOURCE,
             request_id=self.request_id(),
+            namespace=self.namespace,
         )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome, reason=reason)
@@ -137,7 +139,7 @@ class RepairView(WebhookView):
         validation.refuse_unknown(data, {"reason"})
         reason = validation.reason(data, self.config) or ""
         request_id = self.request_id()
-        current = runs.current_run(instance.instance_id)
+        current = runs.current_run(instance.instance_id, namespace=instance.namespace)
         if selected is not None and current is not None and current.id != selected.id:
             outcome: Any = self._reject_historical(instance, selected, current, reason, request_id)
         else:
@@ -146,6 +148,7 @@ class RepairView(WebhookView):
                 source=responses.COMMAND_SOURCE,
                 reason=reason,
                 request_id=request_id,
+                namespace=instance.namespace,
             )
         self.ingress([outcome.command_id], data)
         return command_response(instance, selected, outcome, run_id=current.id if current else None)
@@ -161,11 +164,14 @@ class RepairView(WebhookView):
         metadata = {"requested_run_id": str(selected.id), "resolved_run_id": str(current.id)}
         with database.atomic():
             if request_id is not None:
-                runs.lock_instance(instance.instance_id)
-                repeated = control.repeated_repair(instance.instance_id, request_id)
+                runs.lock_instance(instance.instance_id, namespace=instance.namespace)
+                repeated = control.repeated_repair(
+                    instance.instance_id, request_id, namespace=instance.namespace
+                )
                 if repeated is not None:
                     return repeated
             command = commands.record_command(
+                namespace=instance.namespace,
                 instance_id=instance.instance_id,
                 run_id=current.id,
                 command_type=CommandType.REPAIR,

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from durable_workflow.exceptions import DurableWorkflowError, QueryFailedError
 from durable_workflow.executor import readonly
 from durable_workflow.models import WorkflowInstance
+from durable_workflow.namespaces import instance_key
 from durable_workflow.store import runs
 from durable_workflow.webhooks import describe, exposure, responses, validation
 from durable_workflow.webhooks.views.base import WebhookView
@@ -34,7 +35,7 @@ class QueryView(WebhookView):
         data = self.body()
         validation.refuse_unknown(data, {"arguments"})
         arguments = validation.arguments(data)
-        run = selected or runs.current_run(instance.instance_id)
+        run = selected or runs.current_run(instance.instance_id, namespace=instance.namespace)
         base: dict[str, Any] = {
             "query_name": query,
             "workflow_id": instance.instance_id,
@@ -80,7 +81,8 @@ class DescribeView(WebhookView):
     def get(
         self, request: HttpRequest, instance_id: str, run_id: str | None = None
     ) -> HttpResponse:
-        instance = WorkflowInstance.objects.filter(instance_id=instance_id).first()
+        key = instance_key(self.namespace, instance_id)
+        instance = WorkflowInstance.objects.filter(key=key).first()
         if instance is None or not exposure.is_exposed(instance.workflow_type, self.workflows):
             return responses.json_response(describe.not_found(instance_id), 404)
         return responses.json_response(describe.describe(instance, run_id), 200)

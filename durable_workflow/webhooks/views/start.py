@@ -42,7 +42,7 @@ def _routing(cls: type) -> dict[str, Any]:
     }
 
 
-def _held_by_another_type(instance_id: str, type_key: str) -> bool:
+def _held_by_another_type(instance_id: str, type_key: str, *, namespace: str) -> bool:
     """Whether the id belongs to an instance of another workflow type.
 
     Such a start is refused without writing anything, and its answer says nothing
@@ -50,7 +50,7 @@ def _held_by_another_type(instance_id: str, type_key: str) -> bool:
     exposed here. An instance of a type these routes do not expose must not be
     discoverable, nor get rows written against it, through a start.
     """
-    instance = runs.get_instance(instance_id)
+    instance = runs.get_instance(instance_id, namespace=namespace)
     return instance is not None and instance.workflow_type != type_key
 
 
@@ -98,7 +98,7 @@ class StartView(WebhookView):
         named = {k: v for k, v in data.items() if k not in _START_FIELDS | {"deduplication_id"}}
         arguments = validation.handle_arguments(cls, named)
         validation.ensure_encodable(arguments)
-        if _held_by_another_type(instance_id, type_key):
+        if _held_by_another_type(instance_id, type_key, namespace=self.namespace):
             return _start_response(instance_id, type_key, None)
         outcome = start_workflow(
             instance_id=instance_id,
@@ -106,6 +106,7 @@ class StartView(WebhookView):
             arguments=arguments,
             options=options,
             source=responses.COMMAND_SOURCE,
+            namespace=self.namespace,
             **_routing(cls),
         )
         self.ingress([outcome.command_id], data)
@@ -136,7 +137,7 @@ class SignalWithStartView(WebhookView):
         )
         validation.ensure_encodable(arguments)
         validation.ensure_encodable(signal_arguments, "signal_arguments")
-        if _held_by_another_type(instance_id, type_key):
+        if _held_by_another_type(instance_id, type_key, namespace=self.namespace):
             return _start_response(instance_id, type_key, None)
         outcome = intake.signal_with_start(
             instance_id=instance_id,
@@ -147,6 +148,7 @@ class SignalWithStartView(WebhookView):
             options=options,
             source=responses.COMMAND_SOURCE,
             request_id=self.request_id(),
+            namespace=self.namespace,
             **_routing(cls),
         )
         start, sent = outcome.start, outcome.signal
@@ -204,7 +206,7 @@ class UpdateWithStartView(WebhookView):
         )
         validation.ensure_encodable(arguments)
         validation.ensure_encodable(update_arguments, "update_arguments")
-        if _held_by_another_type(instance_id, type_key):
+        if _held_by_another_type(instance_id, type_key, namespace=self.namespace):
             return _start_response(instance_id, type_key, None)
         outcome = updates.update_with_start(
             instance_id=instance_id,
@@ -215,6 +217,7 @@ class UpdateWithStartView(WebhookView):
             options=options,
             source=responses.COMMAND_SOURCE,
             request_id=self.request_id(),
+            namespace=self.namespace,
             **_routing(cls),
         )
         start, submitted = outcome.start, outcome.update
@@ -224,7 +227,9 @@ class UpdateWithStartView(WebhookView):
         if submitted is None:  # the start was refused: nothing was submitted
             return _start_response(instance_id, type_key, start)
         wait = {"wait_for": wait_for, "wait_timed_out": False, "wait_timeout_seconds": timeout}
-        document, status = update_document(instance_id, type_key, submitted, wait, self.config)
+        document, status = update_document(
+            instance_id, type_key, submitted, wait, self.config, namespace=self.namespace
+        )
         document.update(_linked_start(start))
         document["intake_group_id"] = records.intake_group_id(submitted.command_id)
         return responses.json_response(document, status)
@@ -322,7 +327,7 @@ class ControlPlaneStartView(WebhookView):
         arguments = _control_arguments(cls, data.get("arguments", []))
         validation.ensure_encodable(arguments)
         routing = _control_routing(cls, data, self.config)
-        if _held_by_another_type(instance_id, type_key):
+        if _held_by_another_type(instance_id, type_key, namespace=self.namespace):
             document = _control_document(instance_id, type_key, None, None)
             return responses.json_response(document, 409)
         outcome = start_workflow(
@@ -331,6 +336,7 @@ class ControlPlaneStartView(WebhookView):
             arguments=arguments,
             options=options,
             source=responses.COMMAND_SOURCE,
+            namespace=self.namespace,
             **routing,
         )
         self.ingress([outcome.command_id], data)

@@ -71,10 +71,12 @@ def update_document(
     outcome: Any,
     wait: dict[str, Any],
     config: WebhookSettings,
+    *,
+    namespace: str,
 ) -> tuple[dict[str, Any], int]:
     """The answer to a submitted update (waiting first, as ``wait`` says): the update
     document, or a refusal's envelope when no run took it."""
-    instance = runs.get_instance(instance_id)
+    instance = runs.get_instance(instance_id, namespace=namespace)
     assert instance is not None
     if outcome.record is None:
         response = UpdateView.not_started(instance, None, outcome, wait)
@@ -110,6 +112,7 @@ class UpdateView(WebhookView):
             run_id=selected.id if selected else None,
             source=responses.COMMAND_SOURCE,
             request_id=self.request_id(),
+            namespace=self.namespace,
         )
         self.ingress([outcome.command_id], data)
         wait = {"wait_for": wait_for, "wait_timed_out": False, "wait_timeout_seconds": timeout}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from durable_workflow import text
 from durable_workflow.exceptions import ConfigurationError
 from durable_workflow.headers import check_headers
 
@@ -114,11 +115,16 @@ class StartOptions:
     #: Orders the runs waiting on such a queue: 0 first, 9 last (``None``: 5), first
     #: come first served within a priority (``check_priority``).
     priority: int | None = None
+    #: The caller's id for this start: a start repeated with it (a retry after a lost
+    #: answer) records nothing and returns the first start's outcome.
+    request_id: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "duplicate_start_policy", DuplicateStartPolicy(self.duplicate_start_policy)
         )
+        if self.request_id is not None:
+            text.check(self.request_id, field="StartOptions.request_id", max_length=255)
         check_deduplication_id(self.deduplication_id)
         object.__setattr__(self, "queue", _name_or_none("queue", self.queue))
         check_priority(self.priority, field="StartOptions.priority")

@@ -81,6 +81,11 @@ def start_workflow(
         runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
         instance = runs.lock_instance(instance_id, namespace=space)
         assert instance is not None
+        if options.request_id is not None:  # under the instance lock: one delivery wins
+            prior = _repeated(instance_id, options.request_id, namespace=space)
+            if prior is not None:
+                return prior
+            command_metadata = {**(command_metadata or {}), "request_id": options.request_id}
         if instance.current_run_id is not None:
             return _duplicate(
                 instance.current_run_id,
@@ -189,6 +194,25 @@ def start_workflow(
         else:  # no message until a slot frees (``workflow_gate.wake``)
             workflow_queues.mark_task_waiting(task.id, now=now)
     return StartOutcome(True, "started_new", command.id, instance_id, run.id)
+
+
+def _repeated(instance_id: str, request_id: str, *, namespace: str) -> StartOutcome | None:
+    """The outcome of the start this instance took under ``request_id`` (if any)."""
+    prior = commands.command_for_request(
+        instance_id, CommandType.START, request_id, namespace=namespace
+    )
+    if prior is None:
+        return None
+    command = prior.command
+    return StartOutcome(
+        command.status == CommandStatus.ACCEPTED,
+        command.outcome,
+        command.id,
+        instance_id,
+        command.run_id,
+        command.rejection_reason,
+        holder_instance_id=prior.metadata.get("holder_instance_id"),
+    )
 
 
 def started_context(

@@ -88,9 +88,11 @@ def archive_targets(
     reason: str | None,
     dry_run: bool = False,
     source: str = "cli",
+    request_id: str | None = None,
 ) -> ArchiveReport:
     """Archive each named instance (all its closed runs) or run:
-    ``(instance, run or None, namespace)``."""
+    ``(instance, run or None, namespace)``. With ``request_id``, running the same
+    archive again answers each target from its first command."""
     report = ArchiveReport(dry_run=dry_run, total_runs=len(targets))
     for instance_id, run_id, namespace in targets:
         if dry_run:
@@ -99,13 +101,25 @@ def archive_targets(
             continue
         try:
             done = request_archive(
-                instance_id, run_id=run_id, reason=reason, source=source, namespace=namespace
+                instance_id,
+                run_id=run_id,
+                reason=reason,
+                source=source,
+                namespace=namespace,
+                request_id=_per_target(request_id, run_id),
             )
         except WorkflowNotFoundError:
             report.count("not_found", instance_id, run_id, "not_found")
             continue
         report.count(done.outcome, instance_id, run_id, done.rejection_reason)
     return report
+
+
+def _per_target(request_id: str | None, run_id: uuid.UUID | None) -> str | None:
+    """One request id per archived run: two runs of an instance are two requests."""
+    if request_id is None or run_id is None:
+        return request_id
+    return f"{request_id}:{run_id}"
 
 
 def archive_selected(
@@ -117,6 +131,7 @@ def archive_selected(
     batch_size: int = 500,
     progress: Callable[[ArchiveReport], None] | None = None,
     source: str = "cli",
+    request_id: str | None = None,
 ) -> ArchiveReport:
     """Archive the selected runs one by one, oldest closed first (at most ``limit``)."""
     total = runs.count() if limit is None else min(runs.count(), limit)
@@ -137,7 +152,12 @@ def archive_selected(
             break
         for run_id, space, instance_id, closed_at in batch:
             done = request_archive(
-                instance_id, run_id=run_id, reason=reason, source=source, namespace=space
+                instance_id,
+                run_id=run_id,
+                reason=reason,
+                source=source,
+                namespace=space,
+                request_id=_per_target(request_id, run_id),
             )
             report.count(done.outcome, instance_id, run_id, done.rejection_reason)
             after = (closed_at, run_id)

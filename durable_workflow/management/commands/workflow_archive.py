@@ -12,7 +12,12 @@ from django.utils.dateparse import parse_datetime
 
 from durable_workflow import clock
 from durable_workflow.logs import get_logger
-from durable_workflow.management.namespace_option import add_namespace_argument, namespace_option
+from durable_workflow.management.command_options import (
+    add_namespace_argument,
+    add_request_id_argument,
+    namespace_option,
+    request_id_option,
+)
 from durable_workflow.models import TERMINAL_RUN_STATUSES, WorkflowRun
 from durable_workflow.operations.archiving import (
     ArchiveReport,
@@ -49,6 +54,7 @@ class Command(BaseCommand):
             help="archive this closed run (repeatable)",
         )
         add_namespace_argument(parser)
+        add_request_id_argument(parser)
         parser.add_argument("--type", default=None, help="only runs of this workflow type")
         parser.add_argument(
             "--status",
@@ -91,7 +97,10 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be at least 1")
         if named:
             report = archive_targets(
-                self._targets(options), reason=options["reason"], dry_run=options["dry_run"]
+                self._targets(options),
+                reason=options["reason"],
+                dry_run=options["dry_run"],
+                request_id=request_id_option(options),
             )
         else:
             selected = candidates(
@@ -108,6 +117,7 @@ class Command(BaseCommand):
                 limit=options["limit"],
                 batch_size=options["batch_size"],
                 progress=None if options["json"] else self._progress,
+                request_id=request_id_option(options),
             )
         logger.info(
             "workflow_archive: %s (dry run: %s)",

@@ -13,7 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from durable_workflow.admin.operations import Target, preview
 from durable_workflow.admin.run_list import _failed_with
-from durable_workflow.management.namespace_option import namespace_option
+from durable_workflow.management.command_options import namespace_option
 from durable_workflow.models import BulkJob, RunStatus, WorkflowRun
 from durable_workflow.operations import bulk
 from durable_workflow.text import check_reason

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from durable_workflow.management.namespace_option import (
+from durable_workflow.management.command_options import (
     add_namespace_argument,
     namespace_option,
 )

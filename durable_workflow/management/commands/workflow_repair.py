@@ -17,7 +17,12 @@ from durable_workflow.conf import get_settings
 from durable_workflow.executor import repair_pass
 from durable_workflow.executor.control import request_repair
 from durable_workflow.logs import get_logger
-from durable_workflow.management.namespace_option import add_namespace_argument, namespace_option
+from durable_workflow.management.command_options import (
+    add_namespace_argument,
+    add_request_id_argument,
+    namespace_option,
+    request_id_option,
+)
 from durable_workflow.models import WorkflowInstance, WorkflowRun
 from durable_workflow.namespaces import instance_key
 from durable_workflow.operations import loops
@@ -61,6 +66,7 @@ class Command(BaseCommand):
             "--reason", default="", help="operator's reason, recorded on each repair command"
         )
         add_namespace_argument(parser)
+        add_request_id_argument(parser)
         parser.add_argument("--json", action="store_true", help="print a JSON report")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -96,7 +102,7 @@ class Command(BaseCommand):
             loops.run_forever(step, name="workflow_repair", interval=interval, pause=stop.wait)
 
     def _repair_targets(self, options: dict[str, Any]) -> None:
-        space = namespace_option(options)
+        space, self.request_id = namespace_option(options), request_id_option(options)
         results = [
             self._repair_instance(i, options["reason"], space) for i in options["instance_id"]
         ]
@@ -136,7 +142,13 @@ class Command(BaseCommand):
             .values_list("id", flat=True)
             .first()
         )
-        outcome = request_repair(instance_id, source="cli", reason=reason, namespace=namespace)
+        outcome = request_repair(
+            instance_id,
+            source="cli",
+            reason=reason,
+            namespace=namespace,
+            request_id=self.request_id,
+        )
         return {
             "target": instance_id,
             "instance_id": instance_id,

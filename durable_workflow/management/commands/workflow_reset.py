@@ -20,6 +20,7 @@ from durable_workflow.exceptions import (
     WorkflowNotFoundError,
 )
 from durable_workflow.executor.reset import reset_run
+from durable_workflow.management.command_options import add_request_id_argument, request_id_option
 
 
 class Command(BaseCommand):
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--reason", default="", help="operator's reason, recorded")
         parser.add_argument("--dry-run", action="store_true", help="check the point; write nothing")
+        add_request_id_argument(parser)
         parser.add_argument("--json", action="store_true", help="print a JSON report")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -71,6 +73,7 @@ class Command(BaseCommand):
                 new_instance_id=options["instance_id"],
                 source="cli",
                 dry_run=options["dry_run"],
+                request_id=request_id_option(options),
             )
         except ResetRefusedError as exc:
             raise CommandError(f"refused: {exc}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -92,8 +93,11 @@ class StartView(WebhookView):
             validation.instance_id(data["workflow_id"]) if "workflow_id" in data else uuid7().hex
         )
         policy = validation.on_duplicate(data.get("on_duplicate", "reject_duplicate"))
-        options = validation.start_options(data, policy).with_deduplication_id(
-            validation.deduplication_id(data)
+        options = dataclasses.replace(
+            validation.start_options(data, policy).with_deduplication_id(
+                validation.deduplication_id(data)
+            ),
+            request_id=self.request_id(),
         )
         named = {k: v for k, v in data.items() if k not in _START_FIELDS | {"deduplication_id"}}
         arguments = validation.handle_arguments(cls, named)
@@ -322,8 +326,10 @@ class ControlPlaneStartView(WebhookView):
             data.get("duplicate_start_policy", "reject_duplicate"), "duplicate_start_policy"
         )
         visibility = {k: data[k] for k in ("business_key", "labels", "memo") if k in data}
-        options = validation.start_options({"visibility": visibility}, policy)
-        options = options.with_deduplication_id(validation.deduplication_id(data))
+        options = dataclasses.replace(
+            validation.start_options({"visibility": visibility}, policy),
+            request_id=self.request_id(),
+        ).with_deduplication_id(validation.deduplication_id(data))
         arguments = _control_arguments(cls, data.get("arguments", []))
         validation.ensure_encodable(arguments)
         routing = _control_routing(cls, data, self.config)

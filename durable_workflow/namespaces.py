@@ -26,14 +26,14 @@ MAX_LENGTH = 128
 _NAME = re.compile(r"[a-z0-9._-]+")
 
 
-def check(value: Any, *, field: str = "namespace") -> str:
+def check(value: Any, *, field: str = "namespace", max_length: int = MAX_LENGTH) -> str:
     """``value`` as a namespace name (lower-cased), or ``InvalidNamespaceError``."""
     if not isinstance(value, str):
         raise _refuse(field, f"must be a string, not {type(value).__name__}")
     if not value:
         raise _refuse(field, "must not be empty")
-    if len(value) > MAX_LENGTH:
-        raise _refuse(field, f"must be at most {MAX_LENGTH} characters (got {len(value)})")
+    if len(value) > max_length:
+        raise _refuse(field, f"must be at most {max_length} characters (got {len(value)})")
     # Only ASCII survives the pattern, so NUL, surrogates and look-alike letters whose
     # lower case is ASCII (the Kelvin sign) are refused before they are folded.
     if not value.isascii() or not _NAME.fullmatch(value.lower()):
@@ -50,9 +50,9 @@ def default() -> str:
     return check(get_settings().NAMESPACE or DEFAULT, field='DURABLE_WORKFLOW["NAMESPACE"]')
 
 
-def resolve(value: str | None) -> str:
+def resolve(value: str | None, *, max_length: int = MAX_LENGTH) -> str:
     """The namespace a call means: ``value`` checked, or the default when ``None``."""
-    return default() if value is None else check(value)
+    return default() if value is None else check(value, max_length=max_length)
 
 
 def instance_key(namespace: str, instance_id: str) -> str:

@@ -133,7 +133,7 @@ class ScheduleManager:
         parsed = ScheduleSpec.parse(spec)
         now = clock.now()
         values = {
-            "namespace": namespaces.resolve(namespace),
+            "namespace": namespaces.resolve(namespace, max_length=64),  # its column's width
             "schedule_id": schedule_id,
             "spec": parsed.as_dict(),
             "workflow_type": action.workflow_type,

@@ -6,7 +6,13 @@ import datetime as dt
 
 import pytest
 
-from durable_workflow import ConfigurationError, DurableWorkflowError, WorkflowStub, clock
+from durable_workflow import (
+    ConfigurationError,
+    DurableWorkflowError,
+    InvalidNamespaceError,
+    WorkflowStub,
+    clock,
+)
 from durable_workflow.models import (
     ScheduleFire,
     ScheduleHistoryEvent,
@@ -159,6 +165,10 @@ def test_schedule_ids_are_unique_per_namespace(frozen):
     assert ScheduleManager.find_by_schedule_id("missing") is None
     with pytest.raises(ScheduleNotFoundError):
         ScheduleManager.describe("missing")
+    assert daily("dup", namespace="Shipping").namespace == "shipping"
+    for bad in ("a" * 65, "a/b", "x..y"):
+        with pytest.raises(InvalidNamespaceError):
+            daily("dup", namespace=bad)
 
 
 def test_intervals_with_an_offset_and_mixed_specs(frozen):

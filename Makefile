@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT_PATHS := durable_workflow tests example_project reliability
 
-.PHONY: venv example test test-all test-routed lint typecheck docs docs-serve docs-screenshots
+.PHONY: venv example test test-all test-routed test-under-load lint typecheck docs docs-serve docs-screenshots
 
 venv: $(STAMP)
 
@@ -29,6 +29,10 @@ test-all: venv
 # The integration tier with the engine's tables on a second PostgreSQL database.
 test-routed: venv
 	bash scripts/test --routed $(PYTEST_ARGS)
+
+# `make test` three times in a row with every core kept busy (see README.md).
+test-under-load: venv
+	bash scripts/test-under-load 3
 
 lint: venv typecheck
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -9,22 +9,34 @@ import durable_workflow as dw
 from durable_workflow import Activity, ActivityFailed, ActivityOptions, Workflow
 from tests.testapp.models import Invocation
 
-#: Attempts of ``AsyncNap`` running now in this process (the loop is one thread).
-LIVE = {"now": 0}
+#: Attempts of ``AsyncNap`` running now in this process (the loop is one thread), and
+#: the most that ever ran at once (a test resets it).
+LIVE = {"now": 0, "peak": 0}
 
 
 class AsyncNap(Activity):
-    """Sleeps; records how many naps of this process were running when it began."""
+    """Sleeps; records how many naps of this process were running when it began.
+
+    With ``gather``, it sleeps until that many naps of this process have run at once
+    (or ``seconds`` pass), so a test of concurrency does not hang on the machine's speed.
+    """
 
     type_key = "tests.async.nap"
 
-    async def handle(self, seconds: float) -> int:
+    async def handle(self, seconds: float, gather: int = 0) -> int:
         LIVE["now"] += 1
+        LIVE["peak"] = max(LIVE["peak"], LIVE["now"])
         try:
             await Invocation.objects.acreate(
                 name="async-nap", key=self.activity_id(), attempt=LIVE["now"]
             )
-            await asyncio.sleep(seconds)
+            if not gather:
+                await asyncio.sleep(seconds)
+                return 1
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + seconds
+            while LIVE["peak"] < gather and loop.time() < deadline:
+                await asyncio.sleep(0.01)
             return 1
         finally:
             LIVE["now"] -= 1
@@ -75,8 +87,8 @@ class AsyncWaitsForCancel(Activity):
 class AsyncFanOut(Workflow):
     type_key = "tests.async.fan-out"
 
-    def handle(self, count: int, seconds: float) -> int:
-        naps = dw.all([lambda: dw.activity(AsyncNap, seconds) for _ in range(count)])
+    def handle(self, count: int, seconds: float, gather: int = 0) -> int:
+        naps = dw.all([lambda: dw.activity(AsyncNap, seconds, gather) for _ in range(count)])
         return sum(naps)
 
 

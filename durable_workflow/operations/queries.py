@@ -17,6 +17,7 @@ from durable_workflow.models import (
     TaskType,
     WorkflowRun,
 )
+from durable_workflow.store import work_queues
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -71,10 +72,16 @@ def runs_missing_their_task() -> QuerySet[WorkflowRun]:
 
 
 def dispatch_overdue_filter(now: dt.datetime) -> Q:
-    """Ready, due tasks whose last message is older than the re-send threshold."""
+    """Ready, due tasks whose last message is older than the re-send threshold.
+
+    Work held back by a limited queue (``queue_wait`` a waiting reason) has no message
+    on purpose and is not counted; once sent a message for its slot it is again.
+    """
     cutoff = now - dt.timedelta(seconds=get_settings().REDISPATCH_AFTER_SECONDS)
-    return Q(status=TaskStatus.READY, available_at__lte=cutoff) & (
-        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff)
+    return (
+        Q(status=TaskStatus.READY, available_at__lte=cutoff)
+        & (Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lte=cutoff))
+        & ~Q(queue_wait__in=work_queues.WAITING)
     )
 
 

@@ -115,6 +115,21 @@ def test_health_reports_queue_pressure(inline):
     assert ("check", "stuck_tasks") in sources
 
 
+def test_work_waiting_for_queue_capacity_is_not_dispatch_overdue(inline):
+    # It waits on purpose, with no message (a limited queue); one that was sent a
+    # message for its slot and not claimed is overdue like any other.
+    stub = start("tests.sequential", "health-waiting", "ada")
+    Task.objects.filter(run_id=stub.run_id()).update(queue="limited", queue_wait="capacity")
+    clock.advance(dt.timedelta(minutes=10))
+    snapshot, _ = health(include_broker=False)
+    queue = next(q for q in snapshot["queue_visibility"]["task_queues"] if q["queue"] == "limited")
+    assert queue["repair"]["dispatch_overdue"] == 0
+    Task.objects.filter(run_id=stub.run_id()).update(queue_wait="woken")
+    snapshot, _ = health(include_broker=False)
+    queue = next(q for q in snapshot["queue_visibility"]["task_queues"] if q["queue"] == "limited")
+    assert queue["repair"]["dispatch_overdue"] == 1
+
+
 def test_history_export_view(operator, inline):
     stub = start("tests.sequential", "view-export", "ada")
     inline.run()

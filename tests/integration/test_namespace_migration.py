@@ -6,8 +6,9 @@ import datetime as dt
 import uuid
 
 import pytest
-from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
+from tests.engine_db import connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,6 +17,7 @@ AFTER = [("durable_workflow", "0019_namespaces")]
 
 
 def _migrate(target):
+    # The engine's database: under the routed tier its tables are not on ``default``.
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(target)

@@ -114,7 +114,7 @@ def split(args: argparse.Namespace) -> None:
 
     from durable_workflow import executor
     from durable_workflow.engine.runtime import WorkflowRuntime
-    from durable_workflow.executor import activity_task, workflow_task
+    from durable_workflow.executor import activity_task, settlement, workflow_task
     from durable_workflow.store import history
 
     phases: dict[str, float] = collections.defaultdict(float)
@@ -125,7 +125,8 @@ def split(args: argparse.Namespace) -> None:
     _wrap(workflow_task, "persist", "workflow: persist new commands", phases)
     _wrap(activity_task, "_claim", "activity: claim transaction", phases)
     _wrap(activity_task, "_invoke", "activity: user code", phases)
-    _wrap(activity_task, "_settle", "activity: settle transaction", phases)
+    _wrap(settlement, "settle", "activity: settle transaction", phases)
+    _wrap(settlement, "settle_results", "activity: settle transaction", phases)
 
     driver = Driver(args.skip + args.steps + 1, "split")
     for _ in range(args.skip):

@@ -21,7 +21,7 @@ The coroutine is cancelled (``asyncio.CancelledError``) when
 
 Outside a Celery worker (the testing kit, ``task_always_eager``, a local activity)
 an async ``handle()`` runs to its end in the calling thread instead
-(:func:`run_to_end`).
+(``invocation.run_to_end``).
 """
 
 from __future__ import annotations
@@ -32,22 +32,33 @@ import inspect
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from durable_workflow import clock, logs, observe, registry
 from durable_workflow.authoring.activity import is_async, running
 from durable_workflow.conf import get_settings
+from durable_workflow.converter import payloads
 from durable_workflow.engine.failures import INTERRUPTS
 from durable_workflow.exceptions import ActivityCancelled, CompleteAsync
-from durable_workflow.executor import async_completion, eager, handback, hooks, queue_gate, timeouts
+from durable_workflow.executor import (
+    async_completion,
+    eager,
+    handback,
+    hooks,
+    queue_gate,
+    settlement,
+    timeouts,
+)
 from durable_workflow.executor.attempts import Lease
 from durable_workflow.executor.event_loop import loop
 from durable_workflow.executor.heartbeat import heartbeat
+from durable_workflow.executor.invocation import attempt_of, prepare_call
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES
+from durable_workflow.store import runs
 from durable_workflow.store.records import ActivityRecord
 
 logger = get_logger("durable_workflow")
@@ -120,9 +131,7 @@ def in_flight() -> int:
 def submit(lease: Lease) -> ActivityOutcome:
     """Start a claimed async attempt on the loop and return at once (``started``); wait
     for room first when the loop runs ``ASYNC_ACTIVITY_CONCURRENCY`` attempts."""
-    from durable_workflow.executor.activity_task import held
-
-    holds = [held(lease)]
+    holds = [handback.held(lease)]
     keeper.hold(holds, lease_seconds=get_settings().ACTIVITY_LEASE_SECONDS)
     try:
         slots = _slots()
@@ -153,8 +162,6 @@ def _slots() -> threading.Semaphore:
 
 
 async def _supervise(flight: Flight) -> None:
-    from durable_workflow.executor.activity_task import held
-
     lease = flight.lease
     _ensure_checker()
     try:
@@ -163,9 +170,9 @@ async def _supervise(flight: Flight) -> None:
         await loop.db(_finish, lease, flight.reason, outcome, time.monotonic() - began)
     except Exception:
         logger.exception("async activity attempt %s could not be settled", lease.attempt_id)
-        await loop.db(handback.give_back, [held(lease)])
+        await loop.db(handback.give_back, [handback.held(lease)])
     finally:
-        keeper.release([held(lease)])
+        keeper.release([handback.held(lease)])
         with _state.lock:
             _state.flights.pop(lease.attempt_id, None)
         _slots().release()
@@ -178,8 +185,6 @@ async def _supervise(flight: Flight) -> None:
 
 async def _run(flight: Flight) -> tuple[bool, Any]:
     """Run the attempt's coroutine to its end (or its cancellation): (ok, value)."""
-    from durable_workflow.executor.activity_task import attempt_of, prepare_call
-
     lease = flight.lease
     options = lease.execution.options
     if options.get("start_to_close_timeout"):
@@ -266,18 +271,15 @@ async def _heartbeat(flight: Flight, details: Any) -> bool:
 # ---------------------------------------------------------------- settling
 def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any], seconds: float) -> None:
     """Settle an attempt's outcome (in a database thread)."""
-    from durable_workflow.executor import activity_task  # it imports this module
-    from durable_workflow.executor.activity_task import held
-
     ok, value = outcome
     cancelled = not ok and isinstance(value, asyncio.CancelledError)
-    with logs.attempt_scope(lease), handback.on_failure([held(lease)]):
+    with logs.attempt_scope(lease), handback.on_failure([handback.held(lease)]):
         if reason == LOST or (reason == HANDBACK and cancelled):
             if reason == HANDBACK:
-                handback.give_back([held(lease)], lost=False)
+                handback.give_back([handback.held(lease)], lost=False)
             return
         if not ok and isinstance(value, _Interrupted):
-            handback.give_back([held(lease)], lost=False)
+            handback.give_back([handback.held(lease)], lost=False)
             return
         if reason in TIMEOUTS and not ok:
             if not timeouts.enforce_activity_timeout(lease.execution.id, reason, now=clock.now()):
@@ -292,13 +294,11 @@ def _finish(lease: Lease, reason: str | None, outcome: tuple[bool, Any], seconds
         if ok:
             ok, value = _encoded(lease, value)
         observe.activity_attempt(lease.execution, "completed" if ok else "failed", seconds)
-        activity_task.settle(lease, ok, value)
+        settlement.settle(lease, ok, value)
     eager.drain()  # the workflow task the result woke, when it may run here
 
 
 def _encoded(lease: Lease, value: Any) -> tuple[bool, Any]:
-    from durable_workflow.converter import payloads
-
     try:
         return True, payloads.encode_value(value, lease.payload_codec, "result")
     except Exception as exc:  # an unencodable result fails the attempt, as when sync
@@ -323,9 +323,6 @@ async def _check_forever() -> None:
 
 async def _check() -> None:
     """Cancel the attempts whose run was cancelled or closed, or whose lease was lost."""
-    from durable_workflow.executor.activity_task import held
-    from durable_workflow.store import runs
-
     with _state.lock:
         flights = [f for f in _state.flights.values() if f.task is not None and f.reason is None]
     if not flights:
@@ -338,7 +335,7 @@ async def _check() -> None:
             flight.cancel(CANCELLED)
         elif requested is not None and flight.lease.execution.scheduled_at < requested:
             flight.cancel(CANCELLED)  # clean-up scheduled after the cancel keeps running
-        elif held(flight.lease) not in kept:
+        elif handback.held(flight.lease) not in kept:
             flight.cancel(LOST)
 
 
@@ -357,8 +354,6 @@ def cancel(run_id: uuid.UUID) -> int:
 def shutdown(*, timeout: float = SHUTDOWN_SECONDS) -> int:
     """The worker stops: cancel every async attempt, hand each back (uncounted, for
     another worker), stop the loop; returns how many were handed back."""
-    from durable_workflow.executor.activity_task import held
-
     _state.closing = True
     # The process stops being a worker: an async attempt it runs later (the testing kit,
     # eager mode, an in-process worker started and stopped) runs inline again.
@@ -376,24 +371,9 @@ def shutdown(*, timeout: float = SHUTDOWN_SECONDS) -> int:
     with _state.lock:
         left = list(_state.flights.values())
     if left:  # their own hand-back did not finish in time: do it from here
-        handback.give_back([held(f.lease) for f in left], lost=False)
+        handback.give_back([handback.held(f.lease) for f in left], lost=False)
     loop.stop()
     _state.checker = None
     if flights:
         logger.info("handed back %s async activity attempts as the worker stops", len(flights))
     return len(flights)
-
-
-def run_to_end(awaitable: Awaitable[Any]) -> Any:
-    """Run an async ``handle()`` to its end in this thread (no worker loop: the testing
-    kit, eager mode, a local activity). Django's async ORM inside it uses this thread's
-    connection, as ``async_to_sync`` arranges."""
-    from asgiref.sync import async_to_sync
-
-    async def main() -> Any:
-        try:
-            return await awaitable
-        except asyncio.CancelledError as exc:  # ``aheartbeat()`` found the run cancelled
-            raise ActivityCancelled(str(exc) or "the activity was cancelled") from None
-
-    return async_to_sync(main)()

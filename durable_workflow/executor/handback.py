@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from durable_workflow import clock
 from durable_workflow.engine.failures import INTERRUPTS
@@ -23,6 +24,9 @@ from durable_workflow.executor.repair import lease_lost, lease_returned
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TaskStatus, WorkflowRun
 from durable_workflow.store import connections, runs, sql, tasks
+
+if TYPE_CHECKING:
+    from durable_workflow.executor.attempts import Lease
 
 logger = get_logger("durable_workflow")
 
@@ -34,6 +38,11 @@ class Held:
     task_id: uuid.UUID
     lease_id: uuid.UUID
     generation: int
+
+
+def held(lease: Lease) -> Held:
+    """The claim an activity attempt's lease stands for."""
+    return Held(lease.task_id, lease.lease_id, lease.generation)
 
 
 @contextlib.contextmanager

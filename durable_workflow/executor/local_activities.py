@@ -31,11 +31,11 @@ from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.exceptions import ActivityCancelled, DurableWorkflowError
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.activity_failures import non_retryable, record_final_failure
-from durable_workflow.executor.activity_task import Attempt, invoke_activity
 from durable_workflow.executor.attempts import attempt_fields
 from durable_workflow.executor.common import retry_transaction, workflow_task_row
 from durable_workflow.executor.heartbeat import check_progress
 from durable_workflow.executor.identity import worker_id
+from durable_workflow.executor.invocation import Attempt, invoke_activity
 from durable_workflow.models import TERMINAL_RUN_STATUSES, ActivityStatus, AttemptStatus
 from durable_workflow.store import activities, database, runs, tasks
 from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durable_workflow import CommandRejected, WorkflowStub
-from durable_workflow.executor import activity_task
+from durable_workflow.executor import activity_task, settlement
 from durable_workflow.models import ActivityExecution, Task, Timer, WorkflowFailure
 from tests.integration.helpers import event_types, events_of, start
 from tests.testapp.models import Invocation
@@ -65,7 +65,7 @@ def test_cancel_reaches_a_running_activity_through_its_heartbeat(inline):
     ok, value = activity_task._invoke(lease)  # the first heartbeat raises ActivityCancelled
     assert not ok
     assert Invocation.objects.filter(name="saw-cancel").count() == 1
-    assert activity_task._settle(lease, ok, value) == "cancelled"
+    assert settlement.settle(lease, ok, value) == "cancelled"
     inline.run()
     stub.refresh()
     assert stub.status() == "cancelled"
@@ -94,7 +94,7 @@ def test_terminate_is_immediate_and_cancels_open_work(inline):
     assert failure.details["propagation_kind"] == "terminated"
     # the attempt that was running learns at its next heartbeat, and its report is stale
     ok, value = activity_task._invoke(lease)
-    assert activity_task._settle(lease, ok, value) == "stale"
+    assert settlement.settle(lease, ok, value) == "stale"
     assert stub.refresh().status() == "terminated"
     assert "ActivityCompleted" not in event_types(stub)
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from durable_workflow import clock, executor
-from durable_workflow.executor import activity_task
+from durable_workflow.executor import activity_task, settlement
 from durable_workflow.models import ActivityAttempt, HistoryEvent, Task
 from durable_workflow.store import database, runs
 from tests.engine_db import connection
@@ -39,7 +39,7 @@ def test_stale_attempt_cannot_settle_after_lease_expiry(inline):
     assert executor.run_activity_task(task.id) == "completed"  # attempt 2 finishes
     ok, value = activity_task._invoke(old)  # attempt 1 wakes up and reports late
     assert ok
-    assert activity_task._settle(old, ok, value) == "stale"
+    assert settlement.settle(old, ok, value) == "stale"
     types = event_types(stub)
     assert types.count("ActivityCompleted") == 1
     assert types.count("ActivityStarted") == 2
@@ -56,11 +56,9 @@ def test_stale_attempt_is_rejected_before_the_new_one_settles(inline):
     executor.repair_pass()
     new = activity_task._claim(task.id)
     assert new is not None and new.generation == old.generation + 1
-    assert activity_task._settle(old, True, {"codec": "avro", "blob": "wwHioz3/VYAiNwA="}) == (
-        "stale"
-    )
-    assert activity_task._settle(new, *activity_task._invoke(new)) == "completed"
-    assert activity_task._settle(new, *activity_task._invoke(new)) == "stale"  # duplicate report
+    assert settlement.settle(old, True, {"codec": "avro", "blob": "wwHioz3/VYAiNwA="}) == ("stale")
+    assert settlement.settle(new, *activity_task._invoke(new)) == "completed"
+    assert settlement.settle(new, *activity_task._invoke(new)) == "stale"  # duplicate report
     assert event_types(stub).count("ActivityCompleted") == 1
 
 
@@ -195,7 +193,7 @@ def test_a_result_that_waited_for_the_run_lock_still_wakes_the_workflow(inline):
 
     def settle():
         try:
-            outcomes.append(activity_task._settle(lease, ok, value))
+            outcomes.append(settlement.settle(lease, ok, value))
         finally:
             connection.close()
 

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from durable_workflow import StartOptions, WorkflowStub, clock, executor
-from durable_workflow.executor import activity_task
+from durable_workflow.executor import activity_task, settlement
 from durable_workflow.executor.heartbeat import HeartbeatProgressError, check_progress
 from durable_workflow.models import ActivityExecution, Task, WorkflowFailure
 from tests.integration.helpers import event_types, events_of, start
@@ -157,7 +157,7 @@ def test_start_to_close_timeout_fences_the_slow_attempt(inline):
     slow = activity_task._claim(task.id)
     clock.advance(dt.timedelta(seconds=6))
     assert executor.repair_pass().timed_out == 1
-    assert activity_task._settle(slow, *activity_task._invoke(slow)) == "stale"
+    assert settlement.settle(slow, *activity_task._invoke(slow)) == "stale"
     inline.run()  # the retry runs and completes
     assert stub.refresh().output() == 2
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from durable_workflow import clock
-from durable_workflow.executor import activity_task, dispatch, routing, sticky
+from durable_workflow.executor import activity_task, dispatch, routing, settlement, sticky
 from durable_workflow.executor.identity import set_registered_worker_id
 from durable_workflow.executor.workflow_task import run_workflow_task
 from durable_workflow.models import Task, WorkflowRun
@@ -63,7 +63,7 @@ def workflow_task(stub) -> Task:
 def run_activity(stub) -> None:
     task = Task.objects.get(run_id=stub.run_id(), task_type="activity", status="ready")
     lease = activity_task._claim(task.id)
-    activity_task._settle(lease, *activity_task._invoke(lease))
+    settlement.settle(lease, *activity_task._invoke(lease))
 
 
 def test_the_worker_keeping_the_run_warm_becomes_its_owner(fleet):

@@ -14,7 +14,13 @@ import pytest
 
 import durable_workflow as dw
 from durable_workflow import clock
-from durable_workflow.executor import activity_task, dispatch, session_documents, sessions
+from durable_workflow.executor import (
+    activity_task,
+    dispatch,
+    session_documents,
+    sessions,
+    settlement,
+)
 from durable_workflow.executor.identity import set_registered_worker_id
 from durable_workflow.executor.sessions import SessionWorker
 from durable_workflow.models import ActivityExecution, Task, WorkerSession
@@ -195,7 +201,7 @@ def test_activity_limit_holds_back_a_second_in_session_task(inline, as_worker):
     assert second.status == "ready"
     assert "session_activity_limit_exceeded" in second.last_error
     ok, value = activity_task._invoke(lease)
-    activity_task._settle(lease, ok, value)
+    settlement.settle(lease, ok, value)
     second.refresh_from_db()
     # The clock is held just short of the pause's end: a slow machine may pass 0.5 s here.
     clock.freeze(second.available_at - dt.timedelta(milliseconds=1))

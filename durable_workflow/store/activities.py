@@ -122,10 +122,13 @@ def start_attempt(
     pointing at this attempt, so only the attempt row is written.
     """
     number = 1 if first else execution.attempt_count + 1
+    attempt_id = execution.current_attempt_id if first else uuid7()
+    if attempt_id is None:
+        raise ValueError("first=True takes an execution that mark_started() prepared")
     attempt = sql.Built(
         ActivityAttempt,
         **(deadlines or {}),
-        id=execution.current_attempt_id if first else uuid7(),
+        id=attempt_id,
         execution_id=execution.id,
         attempt_number=number,
         task_id=task_id,
@@ -137,9 +140,9 @@ def start_attempt(
     _ATTEMPTS.insert([sql.values(attempt)], defer=True)
     if not first:
         _EXECUTIONS.update(
-            _started_fields(attempt.id, number, now), [("id", "=", execution.id)], defer=True
+            _started_fields(attempt_id, number, now), [("id", "=", execution.id)], defer=True
         )
-    return attempt.id, number
+    return attempt_id, number
 
 
 def get_attempt(attempt_id: uuid.UUID) -> AttemptRecord | None:

@@ -67,7 +67,8 @@ def markers_of_ready_tasks(run_id: uuid.UUID | None = None) -> set[str]:
     )
     if run_id is not None:
         rows = rows.filter(run_id=run_id)
-    return set(rows.values_list("compatibility", flat=True).distinct())
+    markers = rows.values_list("compatibility", flat=True).distinct()
+    return {marker for marker in markers if marker is not None}  # NULLs excluded above
 
 
 def ready_tasks_requiring(
@@ -89,4 +90,9 @@ def ready_tasks_requiring(
         "connection",
         "available_at",
     )[:limit]
-    return rows.count(), [WaitingTask(*values) for values in sample]
+    waiting = [
+        WaitingTask(task, run, instance, kind, marker, queue, connection, available_at)
+        for task, run, instance, kind, marker, queue, connection, available_at in sample
+        if marker is not None  # matched by ``__in``
+    ]
+    return rows.count(), waiting

@@ -38,7 +38,8 @@ def database_now(alias: str | None = None) -> dt.datetime:
             cursor.execute("SELECT UTC_TIMESTAMP(6)")
         else:
             raise NotImplementedError(conn.vendor)
-        value = cursor.fetchone()[0]
+        # A timestamp from PostgreSQL and MySQL, ISO text from SQLite.
+        value: dt.datetime | str = cursor.fetchone()[0]
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
     if value.tzinfo is None:

@@ -23,7 +23,8 @@ def load_history(
 ) -> list[Event]:
     """The run's events in order, in one query (optionally only a window of sequences)."""
     statement = history_statement(run_id, after_sequence=after_sequence, up_to=up_to)
-    return sql.together(HistoryEvent, [statement])[0]
+    events: list[Event] = sql.together(HistoryEvent, [statement])[0]
+    return events
 
 
 def history_statement(

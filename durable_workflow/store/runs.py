@@ -157,7 +157,8 @@ def open_run_with_deduplication_id(deduplication_id: str, *, namespace: str) -> 
 
 def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     """Read a run under a row lock: the serialisation point for all progress."""
-    return sql.together(WorkflowRun, [lock_statement(run_id)])[0]
+    locked: RunRecord | None = sql.together(WorkflowRun, [lock_statement(run_id)])[0]
+    return locked
 
 
 def lock_statement(run_id: uuid.UUID | str | sql.Statement) -> sql.Statement:
@@ -268,7 +269,7 @@ def save_run(run: RunRecord, *, now: dt.datetime) -> None:
 
 def continuation_fields(run_id: uuid.UUID) -> dict[str, Any]:
     """What a run hands to the run that continues it."""
-    return (
+    return dict(
         WorkflowRun.objects.filter(id=run_id)
         .values(
             "business_key",
@@ -305,8 +306,9 @@ def record_reset(run_id: uuid.UUID, *, reset_to: uuid.UUID, point: dict[str, Any
 
 def lineage(run_id: uuid.UUID | str) -> dict[str, Any] | None:
     """A run's rewind lineage: ``reset_from_run_id``, ``reset_to_run_id``, ``reset_point``."""
-    return (
+    row = (
         WorkflowRun.objects.filter(id=run_id)
         .values("reset_from_run_id", "reset_to_run_id", "reset_point")
         .first()
     )
+    return None if row is None else dict(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError
@@ -21,12 +22,17 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import database, sql
 
+#: A session row as ``.values()`` reads it (callers index it by column name).
 Row = dict[str, Any]
+
+
+def _row(values: Mapping[str, object] | None) -> Row | None:
+    return None if values is None else dict(values)
 
 
 def lock(namespace: str, session_id: str) -> Row | None:
     """The session row under a row lock (``None``: no such session)."""
-    return (
+    return _row(
         WorkerSession.objects.select_for_update()
         .filter(namespace=namespace, session_id=session_id)
         .values()
@@ -35,7 +41,8 @@ def lock(namespace: str, session_id: str) -> Row | None:
 
 
 def get(namespace: str, session_id: str) -> Row | None:
-    return WorkerSession.objects.filter(namespace=namespace, session_id=session_id).values().first()
+    rows = WorkerSession.objects.filter(namespace=namespace, session_id=session_id)
+    return _row(rows.values().first())
 
 
 def insert(**fields: Any) -> Row | None:
@@ -45,7 +52,7 @@ def insert(**fields: Any) -> Row | None:
             row = WorkerSession.objects.create(**fields)
     except IntegrityError:
         return None
-    return WorkerSession.objects.filter(pk=row.pk).values().first()
+    return _row(WorkerSession.objects.filter(pk=row.pk).values().first())
 
 
 def update(pk: int, **changes: Any) -> None:
@@ -86,19 +93,19 @@ def running_attempts(
 
 def needing_refresh(namespace: str, *, now: dt.datetime) -> list[Row]:
     """Rows whose status may have moved on: active ones, and open ones past their TTL."""
-    return list(
+    rows = (
         WorkerSession.objects.filter(namespace=namespace)
         .filter(Q(status="active") | (~Q(status="closed") & Q(ttl_expires_at__lte=now)))
         .exclude(failure_reason="ttl_expired")
-        .values()
     )
+    return [dict(row) for row in rows.values()]
 
 
 def listing(namespace: str, *, status: str | None = None, limit: int = 100) -> list[Row]:
     rows = WorkerSession.objects.filter(namespace=namespace)
     if status:
         rows = rows.filter(status=status)
-    return list(rows.order_by("-updated_at", "-id").values()[:limit])
+    return [dict(row) for row in rows.order_by("-updated_at", "-id").values()[:limit]]
 
 
 def counts(namespace: str) -> dict[str, int]:
@@ -118,7 +125,11 @@ def active_activity_counts(session_ids: list[str], *, now: dt.datetime) -> dict[
         .values("execution__worker_session_id")
         .annotate(n=Count("id"))
     )
-    return {row["execution__worker_session_id"]: row["n"] for row in rows}
+    return {
+        session: row["n"]
+        for row in rows
+        if (session := row["execution__worker_session_id"]) is not None  # matched by ``__in``
+    }
 
 
 def held_by(owner: str, *, namespace: str) -> list[str]:

@@ -116,15 +116,19 @@ def lease_new(
     replay_mode: str | None = None,
 ) -> sql.Built:
     """A built task, leased at birth to ``owner`` (its first claim)."""
+    leased: dict[str, Any] = {
+        "status": TaskStatus.LEASED,
+        "lease_owner": owner,
+        "lease_id": uuid.uuid4(),
+        "lease_generation": 1,
+        "attempt_count": 1,
+        "leased_at": now,
+        "lease_expires_at": now + dt.timedelta(seconds=lease_seconds),
+    }
     if replay_mode:
-        row.sticky_replay_mode, row.sticky_claimed_at = replay_mode, now
-    row.status = TaskStatus.LEASED
-    row.lease_owner = owner
-    row.lease_id = uuid.uuid4()
-    row.lease_generation = 1
-    row.attempt_count = 1
-    row.leased_at = now
-    row.lease_expires_at = now + dt.timedelta(seconds=lease_seconds)
+        leased.update(sticky_replay_mode=replay_mode, sticky_claimed_at=now)
+    for name, value in leased.items():
+        setattr(row, name, value)
     return row
 
 
@@ -173,7 +177,8 @@ def claim(
         replay_mode=replay_mode,
         count=count,
     )
-    return sql.together(Task, [statement])[0]
+    claimed: TaskRecord | None = sql.together(Task, [statement])[0]
+    return claimed
 
 
 def claim_statement(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from durable_workflow.description import (
@@ -45,6 +46,8 @@ _CLOSES_WAIT = (
     EventType.TIMER_FIRED,
 )
 _OPENS_WAIT = (EventType.SIGNAL_WAIT_OPENED, EventType.CONDITION_WAIT_OPENED)
+#: The waits that belong to a step of the body (listed in step order).
+StepWait = TimerWait | SignalWait | ConditionWait | ActivityWait | ChildWait
 
 
 def describe(
@@ -84,14 +87,15 @@ def _slot_wait(run: RunRecord) -> tuple[Wait, ...]:
 def waits_of(run_id: uuid.UUID) -> tuple[Wait, ...]:
     """Open timers, signal and condition waits, activities and children in step order,
     then accepted updates not completed yet."""
-    timeouts, timers = {}, []
+    timeouts: dict[int, dt.datetime] = {}
+    timers: list[StepWait] = []
     for row in Timer.objects.filter(run_id=run_id, status=TimerStatus.PENDING):
         if row.timer_kind:  # the timeout of a signal or condition wait
             timeouts[row.sequence] = row.fire_at
         else:
             timers.append(TimerWait(sequence=row.sequence, fire_at=row.fire_at))
-    waits: list[Wait] = [*timers, *_open_waits(run_id, timeouts), *_activities(run_id)]
-    waits += [
+    stepped: list[StepWait] = [*timers, *_open_waits(run_id, timeouts), *_activities(run_id)]
+    stepped += [
         ChildWait(
             sequence=row.sequence,
             child_instance_id=row.child_instance_id,
@@ -102,7 +106,8 @@ def waits_of(run_id: uuid.UUID) -> tuple[Wait, ...]:
             parent_run_id=run_id, status__in=(ChildCallStatus.SCHEDULED, ChildCallStatus.STARTED)
         )
     ]
-    waits.sort(key=lambda wait: wait.sequence)  # type: ignore[union-attr]
+    stepped.sort(key=lambda wait: wait.sequence)
+    waits: list[Wait] = list(stepped)
     updates = WorkflowUpdate.objects.filter(run_id=run_id, status=UpdateStatus.ACCEPTED)
     waits += [
         UpdateWait(update_id=str(row.id), update_name=row.update_name, accepted_at=row.accepted_at)
@@ -111,7 +116,7 @@ def waits_of(run_id: uuid.UUID) -> tuple[Wait, ...]:
     return tuple(waits)
 
 
-def _open_waits(run_id: uuid.UUID, timeouts: dict[int, object]) -> list[Wait]:
+def _open_waits(run_id: uuid.UUID, timeouts: dict[int, dt.datetime]) -> list[StepWait]:
     events = HistoryEvent.objects.filter(run_id=run_id, event_type__in=_OPENS_WAIT + _CLOSES_WAIT)
     opened, closed = [], set()
     for event_type, payload in events.order_by("sequence").values_list("event_type", "payload"):
@@ -121,7 +126,7 @@ def _open_waits(run_id: uuid.UUID, timeouts: dict[int, object]) -> list[Wait]:
             opened.append((event_type, payload))
         else:
             closed.add(payload.get("sequence"))
-    waits: list[Wait] = []
+    waits: list[StepWait] = []
     for event_type, payload in opened:
         step = payload.get("sequence")
         if step in closed or not isinstance(step, int):
@@ -129,14 +134,14 @@ def _open_waits(run_id: uuid.UUID, timeouts: dict[int, object]) -> list[Wait]:
         timeout_at = timeouts.get(step)
         if event_type == EventType.SIGNAL_WAIT_OPENED:
             name = str(payload.get("signal_name") or "")
-            waits.append(SignalWait(sequence=step, signal_name=name, timeout_at=timeout_at))  # type: ignore[arg-type]
+            waits.append(SignalWait(sequence=step, signal_name=name, timeout_at=timeout_at))
         else:
             key = payload.get("condition_key")
-            waits.append(ConditionWait(sequence=step, condition_key=key, timeout_at=timeout_at))  # type: ignore[arg-type]
+            waits.append(ConditionWait(sequence=step, condition_key=key, timeout_at=timeout_at))
     return waits
 
 
-def _activities(run_id: uuid.UUID) -> list[Wait]:
+def _activities(run_id: uuid.UUID) -> list[StepWait]:
     rows = ActivityExecution.objects.filter(
         run_id=run_id, status__in=(ActivityStatus.PENDING, ActivityStatus.RUNNING)
     )

@@ -13,7 +13,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from durable_workflow.models import Task, TaskStatus, TaskType, WorkQueue, WorkQueueStart
 
@@ -90,7 +90,7 @@ def set_lease_node(task_id: uuid.UUID, node: str) -> None:
     Task.objects.filter(id=task_id).update(lease_node=node)
 
 
-def woken(name: str, *, due_by: dt.datetime | None = None, exclude: Any = None) -> int:
+def woken(name: str, *, due_by: dt.datetime | None = None, exclude: uuid.UUID | None = None) -> int:
     """Tasks the engine sent and no worker has claimed yet (with ``due_by``: only those
     whose message is due by then; a rate window's next task is sent ahead of time)."""
     rows = _activity_tasks(name).filter(status=TaskStatus.READY, queue_wait=WOKEN)
@@ -212,17 +212,20 @@ def usage(names: list[str], *, now: dt.datetime, windows: dict[str, float]) -> d
             },
         )
     )
-    found = {row["queue"]: row for row in rows}
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        counts: dict[str, Any] = dict(row)  # the queue's name, then the COUNT(…) integers
+        found[counts.pop("queue")] = counts
     out = {}
     for name in names:
-        row = found.get(name) or {}
-        by_reason = {reason: row.get(reason, 0) for reason in WAITING}
+        row_counts = found.get(name, {})
+        by_reason = {reason: row_counts.get(reason, 0) for reason in WAITING}
         period = windows.get(name)
         out[name] = Usage(
-            leased=row.get("leased", 0),
+            leased=row_counts.get("leased", 0),
             waiting=sum(by_reason.values()),
             waiting_by_reason=by_reason,
-            woken=row.get("woken", 0),
+            woken=row_counts.get("woken", 0),
             starts_in_window=0
             if period is None
             else WorkQueueStart.objects.filter(
@@ -237,7 +240,13 @@ def waits_of_run(run_id: uuid.UUID) -> dict[uuid.UUID, tuple[str, str]]:
     rows = Task.objects.filter(
         run_id=run_id, task_type=TaskType.ACTIVITY, status=TaskStatus.READY, queue_wait__in=WAITING
     ).values_list("activity_execution_id", "queue", "queue_wait")
-    return {execution: (queue, why) for execution, queue, why in rows if execution is not None}
+    # A waiting task always has an execution and a (limited) queue; the guards say so to
+    # the type checker and cost nothing.
+    return {
+        execution: (queue, why)
+        for execution, queue, why in rows
+        if execution is not None and queue is not None and why is not None
+    }
 
 
 def waits_of_runs(run_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str]]:
@@ -251,13 +260,13 @@ def waits_of_runs(run_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, uuid.UUID],
     return {
         (run, execution): (queue, why)
         for run, execution, queue, why in rows
-        if execution is not None
+        if execution is not None and queue is not None and why is not None
     }
 
 
-def _waiting(name: str):  # type: ignore[no-untyped-def]
+def _waiting(name: str) -> QuerySet[Task]:
     return _activity_tasks(name).filter(status=TaskStatus.READY, queue_wait__in=WAITING)
 
 
-def _activity_tasks(name: str):  # type: ignore[no-untyped-def]
+def _activity_tasks(name: str) -> QuerySet[Task]:
     return Task.objects.filter(task_type=TaskType.ACTIVITY, queue=name)

@@ -61,18 +61,18 @@ def deregister(worker_id: str, *, now: dt.datetime) -> None:
 def live(*, now: dt.datetime, stale_after: int) -> list[dict[str, Any]]:
     """Registrations that heartbeat within ``stale_after`` seconds."""
     cutoff = now - dt.timedelta(seconds=stale_after)
-    return list(
-        WorkerRegistration.objects.filter(status="active", last_heartbeat_at__gte=cutoff).values()
-    )
+    rows = WorkerRegistration.objects.filter(status="active", last_heartbeat_at__gte=cutoff)
+    return [dict(row) for row in rows.values()]
 
 
 def get(worker_id: str) -> dict[str, Any] | None:
-    return WorkerRegistration.objects.filter(worker_id=worker_id).values().first()
+    row = WorkerRegistration.objects.filter(worker_id=worker_id).values().first()
+    return None if row is None else dict(row)
 
 
 def get_many(worker_ids: set[str]) -> dict[str, dict[str, Any]]:
     rows = WorkerRegistration.objects.filter(worker_id__in=worker_ids).values()
-    return {row["worker_id"]: row for row in rows}
+    return {row["worker_id"]: dict(row) for row in rows}
 
 
 def is_live(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: int) -> bool:

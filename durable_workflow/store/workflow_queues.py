@@ -12,7 +12,7 @@ import datetime as dt
 import uuid
 from collections.abc import Collection
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -29,7 +29,7 @@ HELD = "held"
 _CLOSED = sorted(TERMINAL_RUN_STATUSES)
 
 
-def _open_runs(queue: str):  # type: ignore[no-untyped-def]
+def _open_runs(queue: str) -> QuerySet[WorkflowRun]:
     return WorkflowRun.objects.filter(queue=queue).exclude(status__in=_CLOSED)
 
 
@@ -86,7 +86,7 @@ def stranded_queues(limited: Collection[str]) -> list[str]:
         .values_list("queue", flat=True)
         .distinct()
     )
-    return sorted(rows)
+    return sorted(queue for queue in rows if queue is not None)  # NULLs excluded above
 
 
 def mark_task_waiting(task_id: uuid.UUID, *, now: dt.datetime) -> None:
@@ -117,4 +117,5 @@ def waiting_of_runs(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         .exclude(status__in=_CLOSED)
         .values_list("id", "queue")
     )
-    return {run_id: queue for run_id, queue in rows}
+    # A run waits for the slot of a named queue: its queue is never NULL here.
+    return {run_id: queue for run_id, queue in rows if queue is not None}

@@ -26,6 +26,7 @@ NEEDS_WORKERS = {
     "async_io",
     "queue_limit",
     "memory",
+    "floor",
 }
 
 

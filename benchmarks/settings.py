@@ -33,9 +33,11 @@ DATABASES = {
         "PORT": str(config.PG_PORT),
         # Pooled connections must not also be persistent (Django refuses both).
         "CONN_MAX_AGE": 0 if config.DB_CONNECTIONS == "pool" else 600,
-        "OPTIONS": {"pool": {"min_size": 1, "max_size": 4}}
-        if config.DB_CONNECTIONS == "pool"
-        else {},
+        "OPTIONS": {
+            # Connections per worker show in pg_stat_activity (the scaling scenario).
+            "application_name": f"dw-bench-{os.environ.get('DW_BENCH_WORKER_NAME', 'harness')}",
+            **({"pool": {"min_size": 1, "max_size": 4}} if config.DB_CONNECTIONS == "pool" else {}),
+        },
     }
 }
 
@@ -47,6 +49,8 @@ DURABLE_WORKFLOW = {
     "QUEUES": {"bench-limited": {"concurrency": 2}},
     # The queue_limit scenario's third side: no eager activity starts nor sibling batches.
     "EAGER_ACTIVITIES": os.environ.get("DW_BENCH_EAGER_ACTIVITIES", "1") == "1",
+    # The floor scenario's queued step: every task its own message.
+    "EAGER_WORKFLOW_TASKS": os.environ.get("DW_BENCH_EAGER_WORKFLOW_TASKS", "1") == "1",
 }
 
 LOGGING = {

@@ -156,6 +156,7 @@ def launch_worker(spec: WorkerSpec, log_dir: pathlib.Path) -> Worker:
             p for p in (str(config.ROOT), os.environ.get("PYTHONPATH", "")) if p
         ),
         "DW_BENCH_READY_FILE": str(ready),
+        "DW_BENCH_WORKER_NAME": spec.name,
         **dict(spec.env),
     }
     command = [sys.executable, "-m", "celery", "-A", spec.app, "worker", f"--pool={spec.pool}"]
@@ -176,16 +177,20 @@ def start_worker(spec: WorkerSpec, log_dir: pathlib.Path, *, timeout: float = 60
 
 @contextlib.contextmanager
 def running_workers(
-    count: int = 2, *, queues: str = "celery", env: tuple[tuple[str, str], ...] = ()
+    count: int = 2,
+    *,
+    queues: str = "celery",
+    env: tuple[tuple[str, str], ...] = (),
+    prefix: str = "bench",
 ) -> Iterator[list[Worker]]:
-    """``count`` solo-pool workers consuming ``queues`` (``env``: more environment);
-    stopped on exit."""
+    """``count`` solo-pool workers consuming ``queues`` (``env``: more environment),
+    named ``<prefix><index>``; stopped on exit."""
     log_dir = config.RESULTS_DIR / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     workers: list[Worker] = []
     try:
         for index in range(count):
-            spec = WorkerSpec(name=f"bench{index}", queues=queues, env=env)
+            spec = WorkerSpec(name=f"{prefix}{index}", queues=queues, env=env)
             workers.append(start_worker(spec, log_dir))
         yield workers
     finally:

@@ -10,4 +10,5 @@ ORDER = [
     "replay",
     "dbwork",
     "memory",
+    "floor",
 ]

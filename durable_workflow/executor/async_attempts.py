@@ -211,8 +211,8 @@ async def _run(flight: Flight) -> tuple[bool, Any]:
     task = flight.task
     if task.cancelled():
         return False, asyncio.CancelledError()
-    exc = task.exception()
-    return (True, task.result()) if exc is None else (False, exc)
+    error = task.exception()
+    return (True, task.result()) if error is None else (False, error)
 
 
 async def _awaited(call: Callable[[], Any]) -> Any:

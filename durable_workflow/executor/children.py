@@ -30,7 +30,9 @@ CHILD_OUTCOMES = {
     "cancelled": (ChildCallStatus.CANCELLED, EventType.CHILD_RUN_CANCELLED),
     "terminated": (ChildCallStatus.TERMINATED, EventType.CHILD_RUN_TERMINATED),
 }
-_EVENT_OF_STATUS = {status: event for status, event in CHILD_OUTCOMES.values()}
+_EVENT_OF_STATUS: dict[str, EventType] = {
+    status: event for status, event in CHILD_OUTCOMES.values()
+}
 
 
 def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> list[Event]:

@@ -72,9 +72,9 @@ def retry_transaction(fn: Callable[P, R]) -> Callable[P, R]:
 def _in_transaction() -> bool:
     """Is an atomic block open on the engine's connection (a caller's transaction)?"""
     from durable_workflow.models import WorkflowRun
-    from durable_workflow.store import sql
+    from durable_workflow.store import roundtrips
 
-    return bool(sql.roundtrips.connection_for(WorkflowRun).in_atomic_block)
+    return bool(roundtrips.connection_for(WorkflowRun).in_atomic_block)
 
 
 def wake_workflow(

@@ -10,7 +10,7 @@ from typing import Any
 from durable_workflow import clock, namespaces
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
-from durable_workflow.executor.closing import close_as
+from durable_workflow.executor.closing import Event, close_as
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.models import (
@@ -129,12 +129,13 @@ def request_repair(
             dispatch.enqueue(task)
         if not (reclaimed or recreated or ready):  # a worker holds every open task now
             return record(CommandStatus.ACCEPTED, "repair_not_needed")
-        done = {
-            "reclaimed_leases": reclaimed,
-            "resent_tasks": len(ready),
-            "recreated_workflow_task": recreated,
-        }
-        result = record(CommandStatus.ACCEPTED, "repair_dispatched", **done)
+        result = record(
+            CommandStatus.ACCEPTED,
+            "repair_dispatched",
+            reclaimed_leases=reclaimed,
+            resent_tasks=len(ready),
+            recreated_workflow_task=recreated,
+        )
         lifecycle.append(
             run, [(EventType.REPAIR_REQUESTED, {"command_id": str(result.command_id)})], now=now
         )
@@ -179,7 +180,12 @@ def _close_command(
     headers: dict[str, str] | None = None,
     namespace: str | None = None,
 ) -> CloseOutcome:
-    from durable_workflow.executor.intake import check_request_id, repeated_request, resolve_target
+    from durable_workflow.executor.intake import (
+        check_request_id,
+        recorded,
+        repeated_request,
+        resolve_target,
+    )
 
     check_reason(reason)
     check_request_id(request_id)
@@ -193,9 +199,8 @@ def _close_command(
         if prior is not None:  # the same request again: its first answer, nothing new
             return _repeated(prior)
         accepted = rejection is None
-        outcome = (
-            ("cancelled" if kind == "cancel" else "terminated") if accepted else rejection.outcome
-        )  # type: ignore[union-attr]
+        said = recorded(rejection, "cancelled" if kind == "cancel" else "terminated")
+        outcome = said.outcome
         command = commands.record_command(
             namespace=space,
             instance_id=instance_id,
@@ -203,17 +208,17 @@ def _close_command(
             command_type=command_type,
             status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
             outcome=outcome,
-            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            rejection_reason=said.reason,
             source=source,
             reason=reason or "",
             payload=with_headers({} if request_id is None else {"request_id": request_id}, headers),
-            metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+            metadata=said.metadata,
             now=now,
         )
         if accepted and run is not None:
             requested = with_headers({"command_id": str(command.id), "reason": reason}, headers)
             if kind == "terminate":
-                events = [(EventType.TERMINATE_REQUESTED, requested)]
+                events: list[Event] = [(EventType.TERMINATE_REQUESTED, requested)]
                 events += close_as(
                     run,
                     status=RunStatus.TERMINATED,
@@ -252,7 +257,7 @@ def _close_command(
         instance_id=instance_id,
         run_id=run.id if run else None,
         rejection_reason=command.rejection_reason,
-        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        metadata=said.metadata,
         reason=reason,
     )
 

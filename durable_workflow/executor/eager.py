@@ -117,10 +117,9 @@ def _raise_interrupt() -> None:
     exc, _state.interrupt = _state.interrupt, None
     if exc is None:
         return
-    kind, value = _state.follow_up or (None, None)
-    _state.follow_up = None
-    if kind == WORKFLOW:
-        handback.publish(value)
+    follow_up, _state.follow_up = _state.follow_up, None
+    if follow_up is not None and follow_up[0] == WORKFLOW:
+        handback.publish(follow_up[1])
     raise exc
 
 

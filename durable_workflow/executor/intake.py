@@ -36,6 +36,13 @@ class Rejection:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+def recorded(rejection: Rejection | None, accepted: str) -> Rejection:
+    """The outcome, rejection reason and metadata a command records: the rejection's,
+    or for an accepted command (``rejection`` is ``None``) the outcome ``accepted`` with
+    no reason and no metadata."""
+    return Rejection(accepted, None) if rejection is None else rejection
+
+
 @dataclasses.dataclass(frozen=True)
 class SignalOutcome:
     accepted: bool
@@ -235,17 +242,18 @@ def _record_signal(
     codec = run.payload_codec if run else get_settings().PAYLOAD_CODEC
     encoded = envelope.encode(values, codec) if rejection is None else {}
     accepted = rejection is None
+    said = recorded(rejection, "signal_received")
     command = commands.record_command(
         namespace=namespace,
         instance_id=instance_id,
         run_id=run.id if run else None,
         command_type=CommandType.SIGNAL,
         status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-        outcome="signal_received" if accepted else rejection.outcome,  # type: ignore[union-attr]
-        rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+        outcome=said.outcome,
+        rejection_reason=said.reason,
         source=source,
         payload=with_headers({"signal_name": name, **metadata}, headers),
-        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        metadata=said.metadata,
         now=now,
     )
     signal_id = messages.create_signal(
@@ -255,7 +263,7 @@ def _record_signal(
         name=name,
         arguments=encoded,
         status=SignalStatus.RECEIVED if accepted else SignalStatus.REJECTED,
-        rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+        rejection_reason=said.reason,
         received_sequence=run.next_sequence if accepted and run else None,
         now=now,
     )
@@ -288,7 +296,7 @@ def _record_signal(
         run_id=run.id if run else None,
         signal_id=signal_id,
         rejection_reason=command.rejection_reason,
-        metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        metadata=said.metadata,
     )
 
 

@@ -161,6 +161,7 @@ def prepare_call(
         )
         or []
     )
+    info = attempt_info(execution, attempt)
     context = ActivityContext(
         workflow_id=attempt.instance_id,
         run_id=str(attempt.run_id),
@@ -168,7 +169,7 @@ def prepare_call(
         attempt_id=str(attempt.attempt_id),
         attempt_count=attempt.attempt_number,
         heartbeat=heartbeat,
-        info=attempt_info(execution, attempt),
+        info=info,
         aheartbeat=aheartbeat,
     )
     instance = None
@@ -176,7 +177,7 @@ def prepare_call(
         instance = cls()
         instance._dw_context = context
     executing = interceptors.ExecuteActivityInput(
-        instance, list(arguments), context.info, dict(context.info.headers)
+        instance, list(arguments), info, dict(info.headers)
     )
     inner = functools.partial(_execute, execution, context)
     return functools.partial(interceptors.call, "execute_activity", executing, inner), context

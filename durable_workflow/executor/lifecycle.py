@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +35,7 @@ def append(
         signal = SIGNAL_OF_EVENT.get(kind)
         if signal is not None and signal.has_listeners():
             event = _event(run, kind, payload)
-            database.on_commit(lambda signal=signal, event=event: _send(signal, event), robust=True)
+            database.on_commit(functools.partial(_send, signal, event), robust=True)
     return appended
 
 

@@ -174,13 +174,11 @@ def heartbeat(lease: LocalLease, details: Any = None) -> bool:
     until = _lease_until(now)
     with database.atomic():
         run = runs.lock_run(lease.run_id)
-        cancelled = run is not None and run.cancel_requested_at is not None
+        cancel_at = run.cancel_requested_at if run is not None else None
         if (
             run is None
             or run.status in TERMINAL_RUN_STATUSES
-            or (
-                cancelled and lease.execution.scheduled_at < run.cancel_requested_at  # type: ignore[operator]
-            )
+            or (cancel_at is not None and lease.execution.scheduled_at < cancel_at)
         ):
             raise ActivityCancelled("the workflow run was cancelled or has closed")
         assert lease.task.lease_id is not None

@@ -25,8 +25,9 @@ outage must not park healthy runs. An interrupt (``KeyboardInterrupt``,
 from __future__ import annotations
 
 import dataclasses
+import enum
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from django.db import InterfaceError, OperationalError
 
@@ -49,8 +50,14 @@ logger = get_logger("durable_workflow")
 #: Errors of the connection, not of the task: never counted.
 TRANSIENT = (OperationalError, InterfaceError)
 
-#: ``_start_once`` asks for the attempt to be counted before it claims the task.
-MARK = "mark"
+
+class Mark(enum.Enum):
+    """``_start_once`` asks for the attempt to be counted before it claims the task."""
+
+    MARK = "mark"
+
+
+MARK: Final = Mark.MARK
 
 #: The payload of a workflow task whose first attempt is counted before it runs: one
 #: woken by an activity result that came after a lost attempt (that attempt's result may

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 
 from durable_workflow import clock, queue_limits
 from durable_workflow.conf import get_settings
@@ -109,7 +110,7 @@ def room_of(
     *,
     now: dt.datetime,
     node: str | None = None,
-    claiming: object = None,
+    claiming: uuid.UUID | None = None,
 ) -> Room:
     """The queue's room now, under its lock. With ``node``: for a claim by that worker
     node (``claiming``: the task, whose own reservation does not count against it);

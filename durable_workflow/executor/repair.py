@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 from collections.abc import Callable
-from typing import Any
 
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
@@ -128,14 +128,14 @@ def _lost(
     return lost
 
 
-def _resend(due: list[TaskRecord]) -> list[Any]:
+def _resend(due: list[TaskRecord]) -> list[uuid.UUID]:
     """Send each task's message again; the ids of those sent.
 
     One bad route does not stop the others, but a broker that cannot be reached
     ends the pass (after noting what did go): the next pass tries again, and a
     ``--loop`` logs the outage once instead of once per task.
     """
-    sent = []
+    sent: list[uuid.UUID] = []
     for task in due:
         try:
             dispatch.backend().send(dispatch.routed(task), None)

@@ -35,7 +35,7 @@ def owner_queue(worker: str, *, now: dt.datetime) -> str | None:
     return row["direct_queue"] if routable and row else None
 
 
-_consumer_counts: dict[tuple[str | None, str | None], tuple[float, int]] = {}
+_consumer_counts: dict[tuple[str | None, str | None, str], tuple[float, int]] = {}
 
 
 def consumers(task: TaskRecord, *, now: dt.datetime) -> int:

@@ -9,6 +9,7 @@ One activity the process should run itself may be inserted leased to it
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 from durable_workflow.codec import envelope
@@ -112,5 +113,5 @@ class ActivityBatch:
             elif task.queue not in limited:
                 dispatch.enqueue(task)
         for queue in sorted(limited):
-            database.on_commit(lambda queue=queue: queue_gate.wake(queue), robust=True)
+            database.on_commit(functools.partial(queue_gate.wake, queue), robust=True)
         self.executions, self.tasks = [], []

@@ -29,7 +29,9 @@ def live(registration: dict[str, Any] | None, now: dt.datetime) -> bool:
     return workers.is_live(registration, now=now, stale_after=stale_after)
 
 
-def snapshot(row: dict[str, Any], *, holder: Any = None, active: int | None = None):
+def snapshot(
+    row: dict[str, Any], *, holder: dict[str, Any] | None = None, active: int | None = None
+) -> dict[str, Any]:
     """A session as the contract's ``workerSessionSnapshot``."""
     now = clock.now()
     if holder is None and row["lease_owner"]:

@@ -35,7 +35,9 @@ logger = get_logger("durable_workflow")
 _MAX_DOUBLINGS = 30
 
 
-def admitted(task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now: dt.datetime):
+def admitted(
+    task: TaskRecord, run: RunRecord, execution: ActivityRecord, *, now: dt.datetime
+) -> bool:
     """Admit this worker to the task's session; ``False`` means do not claim the task."""
     options = dict(execution.options["worker_session"])
     options["queue"] = options.get("queue") or execution.queue

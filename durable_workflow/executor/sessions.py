@@ -181,9 +181,11 @@ def _refresh(row: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
     return row
 
 
-def _renew(row: dict[str, Any], owner: str, now: dt.datetime, lease_seconds: int | None = None):
+def _renew(
+    row: dict[str, Any], owner: str, now: dt.datetime, lease_seconds: int | None = None
+) -> dict[str, Any]:
     seconds = max(1, lease_seconds or row["lease_seconds"])
-    changes = {
+    changes: dict[str, Any] = {
         "status": "active",
         "lease_owner": owner,
         "lease_expires_at": now + dt.timedelta(seconds=seconds),

@@ -138,7 +138,7 @@ def settle_results(
             if not here:
                 flagged = dict(poison.COUNT_FIRST) if retried else None
                 wake_workflow(run, now=now, ready=False, payload=flagged)
-        events = []
+        events: list[tuple[str, dict[str, Any]]] = []
         for lease, value in kept:
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
             activities.close_execution(

@@ -18,6 +18,7 @@ from durable_workflow.executor.intake import (
     check_request_id,
     limit_rejection,
     linked_start,
+    recorded,
     repeated_request,
     resolve_target,
 )
@@ -145,10 +146,12 @@ def submit_update(
         prior = repeated_request(instance_id, CommandType.UPDATE, request_id, namespace=space)
         if prior is not None:
             return _repeated(prior)
-        public, values = name, []
+        public = name
+        values: list[Any] = []
         if rejection is None and run is not None:
             public, values, rejection = _check(run, name, arguments)
         accepted = rejection is None
+        said = recorded(rejection, "")
         encoded = envelope.encode(values, run.payload_codec) if accepted and run else {}
         command = commands.record_command(
             namespace=space,
@@ -156,11 +159,11 @@ def submit_update(
             run_id=run.id if run else None,
             command_type=CommandType.UPDATE,
             status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-            outcome="" if accepted else rejection.outcome,  # type: ignore[union-attr]
-            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            outcome=said.outcome,
+            rejection_reason=said.reason,
             source=source,
             payload=with_headers({"update_name": public, **(metadata or {})}, headers),
-            metadata={} if accepted else rejection.metadata,  # type: ignore[union-attr]
+            metadata=said.metadata,
             now=now,
         )
         if run is None:
@@ -169,7 +172,7 @@ def submit_update(
                 command.id,
                 command.outcome,
                 command.rejection_reason,
-                rejection.metadata,  # type: ignore[union-attr]
+                said.metadata,
             )
         record = messages.create_update(
             instance_id=instance_id,
@@ -178,7 +181,7 @@ def submit_update(
             name=public,
             arguments=encoded,
             status=UpdateStatus.ACCEPTED if accepted else UpdateStatus.REJECTED,
-            rejection_reason=None if accepted else rejection.reason,  # type: ignore[union-attr]
+            rejection_reason=said.reason,
             failure_message="" if accepted else _message(rejection),
             now=now,
         )
@@ -202,13 +205,13 @@ def submit_update(
                 {
                     "update_id": str(record.id),
                     "update_name": public,
-                    "rejection_reason": rejection.reason,  # type: ignore[union-attr]
+                    "rejection_reason": said.reason,
                     "message": record.failure_message,
                 },
             )
         # A closed or historical run's history is finished: the rejection stays on the
         # command and update rows only.
-        if accepted or rejection.outcome not in _NOT_OPEN:  # type: ignore[union-attr]
+        if accepted or said.outcome not in _NOT_OPEN:
             lifecycle.append(run, [event], now=now)
             runs.save_run(run, now=now)
     return UpdateOutcome(
@@ -216,7 +219,7 @@ def submit_update(
         command.id,
         command.outcome or None,
         command.rejection_reason,
-        {} if accepted else rejection.metadata,  # type: ignore[union-attr]
+        said.metadata,
     )
 
 

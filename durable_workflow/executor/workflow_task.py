@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from typing import Any, cast
+from typing import Any
 
 from django.db import DatabaseError
 
@@ -157,15 +157,17 @@ def finish_pending(outcome: Outcome | _Pending) -> Outcome:
 def _start(task_id: Any, attempt: poison.Attempt | None = None) -> Outcome | _Pending:
     attempt = attempt or poison.Attempt(task_id)
     outcome = _start_checked(attempt)
-    if outcome == poison.MARK:  # an earlier attempt may have died: count this one first
+    # An earlier attempt may have died: count this one first. Counted, it needs no mark
+    # any more; a task found taken or settled by the count is asked for again, and may
+    # be ready again by then.
+    while outcome is poison.MARK:
         if poison.mark(attempt):
             return Outcome.FAILED  # it was the one too many: parked
         outcome = _start_checked(attempt)
-    # Counted now, so the attempt needs no mark any more.
-    return cast("Outcome | _Pending", outcome)
+    return outcome
 
 
-def _start_checked(attempt: poison.Attempt) -> Outcome | _Pending | str:
+def _start_checked(attempt: poison.Attempt) -> Outcome | _Pending | poison.Mark:
     try:
         return _start_once(attempt)
     except DatabaseError as exc:
@@ -177,7 +179,7 @@ def _start_checked(attempt: poison.Attempt) -> Outcome | _Pending | str:
 
 
 @retry_transaction
-def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | str:
+def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | poison.Mark:
     """The task claimed and advanced; ``poison.MARK`` when the attempt must be counted
     before it may run."""
     task_id = attempt.task_id
@@ -217,7 +219,9 @@ def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | str:
         ):
             # A local activity of this run is running under another task's lease: try later.
             tasks.release(task.id, available_at=now + dt.timedelta(seconds=1), now=now)
-            dispatch.enqueue(tasks.get(task.id))  # type: ignore[arg-type]
+            released = tasks.get(task.id)
+            assert released is not None  # released just now, under the run's lock
+            dispatch.enqueue(released)
             return Outcome.BUSY
         if poison.needs_mark(task, attempt):
             return poison.MARK
@@ -253,16 +257,21 @@ def _start_once(attempt: poison.Attempt) -> Outcome | _Pending | str:
 
 def _claim(
     task: TaskRecord, *, now: dt.datetime, lease_seconds: int, mode: str, count: bool
-) -> Any:
+) -> TaskRecord | None:
     """Claim the task read under the run lock: assumed to succeed, and checked with the
     task's writes (where writes are batched), or read back at once. ``count``: the claim
-    counts the attempt (``False``: it was counted in advance)."""
-    options = {"owner": worker_id(), "now": now, "lease_seconds": lease_seconds, "count": count}
+    counts the attempt (``False``: it was counted in advance). ``None``: another worker
+    has it."""
+    owner = worker_id()
     if not sql.batching(WorkflowRun):
-        return sql.together(
-            WorkflowRun, [tasks.claim_statement(task, replay_mode=mode, **options)]
-        )[0]
-    expectation, leased = tasks.claim_expected(task, replay_mode=mode, **options)
+        statement = tasks.claim_statement(
+            task, owner=owner, now=now, lease_seconds=lease_seconds, replay_mode=mode, count=count
+        )
+        claimed: TaskRecord | None = sql.together(WorkflowRun, [statement])[0]
+        return claimed
+    expectation, leased = tasks.claim_expected(
+        task, owner=owner, now=now, lease_seconds=lease_seconds, replay_mode=mode, count=count
+    )
     sql.defer_all(WorkflowRun, [expectation])
     return leased
 

@@ -178,10 +178,14 @@ class OperationTable:
     def __init__(self) -> None:
         self._by_step: dict[int, Operation] = {}
         self._by_kind: dict[str, list[Operation]] = {}
+        # Per kind, the operations not found done at the last count, plus those added
+        # since: a count looks at these only, not at every operation of the run.
+        self._maybe_open: dict[str, list[Operation]] = {}
 
     def add(self, op: Op) -> Op:
         self._by_step[op.step] = op
         self._by_kind.setdefault(op.kind, []).append(op)
+        self._maybe_open.setdefault(op.kind, []).append(op)
         return op
 
     def get(self, step: int) -> Operation | None:
@@ -197,7 +201,11 @@ class OperationTable:
         return self._by_kind.get(kind, [])
 
     def open_count(self, kind: str) -> int:
-        return sum(1 for op in self._by_kind.get(kind, ()) if not op.future.done)
+        """Operations of ``kind`` whose future is not done. A done future stays done, so
+        those found done are dropped from the ones counted next time."""
+        still_open = [op for op in self._maybe_open.get(kind, ()) if not op.future.done]
+        self._maybe_open[kind] = still_open
+        return len(still_open)
 
     def children(self) -> list[ChildOp]:
         return [op for op in self.of_kind(ChildOp.kind) if isinstance(op, ChildOp)]

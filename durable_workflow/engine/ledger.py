@@ -52,6 +52,8 @@ class DeterminismLedger:
         self.started: HistoryEvent | None = None
         self._recorded: dict[int, HistoryEvent] = {}
         self._issued: dict[int, Signature] = {}
+        #: Steps history recorded that the body has not taken yet (recorded, not issued).
+        self._unreached: set[int] = set()
         self._markers: set[Hashable] = set()
         self._versions: dict[str, dict[str, Any]] = {}
         # Local activities: what history says of each one's attempts and outcome.
@@ -70,6 +72,7 @@ class DeterminismLedger:
         """Learn what ``events`` record; returns the local-activity outcomes among them."""
         local_outcomes: list[HistoryEvent] = []
         markers, issued, recorded = self._markers, self._issued, self._recorded
+        unreached = self._unreached
         for event in events:  # the cold-replay hot loop: kept flat on purpose
             kind = event.event_type
             payload = event.payload
@@ -89,6 +92,7 @@ class DeterminismLedger:
                     self._verify(step, event)
                 else:
                     recorded[step] = event
+                    unreached.add(step)
             elif kind == EventType.VERSION_MARKER_RECORDED:
                 change_id = str(payload.get("change_id"))
                 self._versions[change_id] = dict(payload)
@@ -110,6 +114,7 @@ class DeterminismLedger:
                 self._verify(step, event)
             else:
                 self._recorded[step] = event
+                self._unreached.add(step)
         elif kind == EventType.ACTIVITY_STARTED:
             self._local_started[step] = int(event.payload.get("attempt_number", 1))
         elif kind == EventType.ACTIVITY_RETRY_SCHEDULED:
@@ -143,6 +148,7 @@ class DeterminismLedger:
                     step, describe_signature(recorded_sig), describe_signature(sig)
                 )
         self._issued[step] = sig
+        self._unreached.discard(step)
         return step, recorded
 
     def steps_before(self, step: int, count: int = 5) -> tuple[str, ...]:
@@ -169,9 +175,8 @@ class DeterminismLedger:
 
     def check_all_reached(self) -> None:
         """Raise if history holds a command at a step the body did not reach."""
-        unreached = [s for s in self._recorded if s not in self._issued]
-        if unreached:
-            step = min(unreached)
+        if self._unreached:  # kept as steps are recorded and taken: no walk of the run
+            step = min(self._unreached)
             recorded = signature_of(self._recorded[step])
             raise NonDeterminismError(step, describe_signature(recorded), None, _NEVER_REACHED)
 

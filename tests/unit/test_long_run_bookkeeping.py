@@ -1,7 +1,13 @@
-"""The run's operation table counts open operations without walking the whole run."""
+"""Bookkeeping that a long run's every step touches stays proportional to what is open
+(the operations not done, the recorded steps not reached), not to the run's length."""
 
 from __future__ import annotations
 
+import pytest
+
+from durable_workflow import NonDeterminismError
+from durable_workflow.engine.events import EventType, HistoryEvent
+from durable_workflow.engine.ledger import DeterminismLedger
 from durable_workflow.engine.operations import ActivityOp, OperationTable, TimerOp
 from durable_workflow.engine.scheduler import Future
 
@@ -59,3 +65,31 @@ def test_a_long_sequence_of_steps_reads_each_finished_one_once() -> None:
         futures.append(_activity(table, step))
     assert table.open_count("activity") == 1
     assert max(f.reads for f in futures) <= 3
+
+
+def _scheduled(step: int) -> HistoryEvent:
+    payload = {"sequence": step, "activity_type": "unit.noop"}
+    return HistoryEvent(step, EventType.ACTIVITY_SCHEDULED, payload)
+
+
+def test_a_recorded_step_the_body_never_took_is_still_found() -> None:
+    ledger = DeterminismLedger()
+    ledger.index([_scheduled(1), _scheduled(2), _scheduled(3)])
+    ledger.claim(("activity", "unit.noop"))
+    with pytest.raises(NonDeterminismError) as raised:
+        ledger.check_all_reached()
+    assert raised.value.step == 2
+    ledger.claim(("activity", "unit.noop"))
+    ledger.claim(("activity", "unit.noop"))
+    ledger.check_all_reached()
+
+
+def test_steps_taken_after_a_cold_replay_leave_nothing_to_check() -> None:
+    """A warm body that replayed a long history cold checks, at each later task, only
+    the recorded steps it has not taken: none once it caught up."""
+    ledger = DeterminismLedger()
+    ledger.index([_scheduled(step) for step in range(1, 5001)])
+    for _ in range(5000):
+        ledger.claim(("activity", "unit.noop"))
+    ledger.check_all_reached()
+    assert not ledger._unreached

@@ -116,3 +116,46 @@ class QueueFanOut(Workflow):
         routed = dw.ActivityOptions(queue=queue)
         results = dw.all([functools.partial(dw.activity, Noop, routed, i) for i in range(count)])
         return len(results)
+
+
+class Long(Workflow):
+    """``count`` queued no-op activities that also take a signal and answer a query: the
+    ``long`` scenario drives it to a 50,000-event history."""
+
+    type_key = "bench.long"
+
+    def __init__(self) -> None:
+        self.pokes = 0
+
+    @dw.signal("poke")
+    def poke(self, n: int) -> None:
+        self.pokes += n
+
+    @dw.query("pokes")
+    def poked(self) -> int:
+        return self.pokes
+
+    def handle(self, count: int) -> int:
+        for index in range(count):
+            dw.activity(Noop, index)
+        return self.pokes
+
+
+class Echo(Activity):
+    type_key = "bench.echo"
+
+    def handle(self, data: str) -> str:
+        return data
+
+
+class BigPayloads(Workflow):
+    """``count`` activities, each taking and returning a string of ``size`` characters."""
+
+    type_key = "bench.big-payloads"
+
+    def handle(self, count: int, size: int) -> int:
+        total = 0
+        for index in range(count):
+            blob = str(index % 10) * size
+            total += len(dw.activity(Echo, blob))
+        return total

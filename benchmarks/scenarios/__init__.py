@@ -9,6 +9,7 @@ ORDER = [
     "queue_limit",
     "replay",
     "dbwork",
+    "long",
     "memory",
     "floor",
 ]

@@ -40,7 +40,8 @@ from durable_workflow.exceptions import (
 )
 from durable_workflow.executor import intake, start_workflow
 from durable_workflow.executor.archiving import request_archive
-from durable_workflow.executor.control import request_cancel, request_repair, request_terminate
+from durable_workflow.executor.closing import request_cancel, request_terminate
+from durable_workflow.executor.control import request_repair
 from durable_workflow.headers import check_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.interceptors import (

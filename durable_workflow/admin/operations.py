@@ -24,7 +24,7 @@ from durable_workflow.exceptions import (
     QueryFailedError,
     WorkflowNotFoundError,
 )
-from durable_workflow.executor import archiving, control, intake, updates
+from durable_workflow.executor import archiving, closing, control, intake, updates
 from durable_workflow.logs import get_logger
 from durable_workflow.models import TERMINAL_RUN_STATUSES, Task, TaskType, WorkflowRun
 
@@ -376,7 +376,7 @@ def perform_as(
     reason = data["reason"]
     try:
         if kind in ("cancel", "terminate"):
-            command = control.request_cancel if kind == "cancel" else control.request_terminate
+            command = closing.request_cancel if kind == "cancel" else closing.request_terminate
             result = command(
                 target.instance_id,
                 run_id=target.run_id,

@@ -18,8 +18,8 @@ from durable_workflow import clock, namespaces
 from durable_workflow.engine.events import EventType
 from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
+from durable_workflow.executor.closing import CloseOutcome, repeated_close
 from durable_workflow.executor.common import retry_transaction
-from durable_workflow.executor.control import CloseOutcome, _repeated
 from durable_workflow.executor.intake import (
     check_request_id,
     not_found_message,
@@ -60,7 +60,7 @@ def request_archive(
             raise WorkflowNotFoundError(not_found_message(instance_id, space))
         prior = repeated_request(instance_id, CommandType.ARCHIVE, request_id, namespace=space)
         if prior is not None:  # the same request again: its first answer, nothing new
-            return _repeated(prior)
+            return repeated_close(prior)
         targets, rejection = _lock_targets(instance_id, run_id, namespace=space)
         subject = targets[-1] if targets else None
         todo = [run for run in targets if run.archived_at is None] if rejection is None else []

@@ -1,9 +1,12 @@
-"""Child workflows: starting them, telling the parent how they ended, close policies.
+"""Child workflows: starting them, and telling the parent how they ended.
 
 Lock order is always parent before child. A closing child never locks its
 parent: it records its outcome on the parent's ``ChildCall`` row and flags (or
 creates) a parent workflow task; that task copies the news into the parent's
 history under the parent's own lock before it replays.
+
+A closing parent's close policies are in ``closing``; the body's signals and cancel
+requests to other workflows are in ``external``.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from typing import Any
 
 from durable_workflow.engine import commands as c
 from durable_workflow.engine.events import EventType
-from durable_workflow.exceptions import WorkflowNotFoundError
 from durable_workflow.executor.common import wake_for_news
+from durable_workflow.executor.start import start_workflow
 from durable_workflow.headers import with_headers
 from durable_workflow.models import ChildCallStatus
+from durable_workflow.options import StartOptions
 from durable_workflow.store import children
 from durable_workflow.store.records import RunRecord
 
@@ -38,9 +42,6 @@ _EVENT_OF_STATUS: dict[str, EventType] = {
 def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> list[Event]:
     """Start the child in this transaction: its run exists (or its id was taken) before
     the parent's task commits."""
-    from durable_workflow.executor.start import start_workflow
-    from durable_workflow.options import StartOptions
-
     instance_id = command.instance_id
     options = command.options
     policy = options.get("parent_close_policy", "abandon")
@@ -107,79 +108,6 @@ def start_child(run: RunRecord, command: c.StartChild, *, now: dt.datetime) -> l
     ]
 
 
-def signal_workflow(run: RunRecord, command: c.SignalExternal, *, now: dt.datetime) -> list[Event]:
-    """Send the body's signal to another workflow; its outcome goes into history."""
-    from durable_workflow.codec import envelope
-    from durable_workflow.executor.intake import send_signal
-
-    arguments = envelope.decode(command.arguments, expected_codec=run.payload_codec)
-    payload: dict[str, Any] = {
-        "sequence": command.step,
-        "target_instance_id": command.instance_id,
-        "target_run_id": command.run_id,
-        "signal_name": command.signal_name,
-    }
-    with_headers(payload, command.headers)
-    try:
-        sent = send_signal(
-            command.instance_id,
-            command.signal_name,
-            arguments,
-            run_id=command.run_id,
-            source="workflow",
-            metadata={"sender_instance_id": run.instance_id, "sender_run_id": str(run.id)},
-            headers=command.headers,
-            namespace=run.namespace,
-        )
-    except WorkflowNotFoundError:
-        payload.update(_not_found())
-    else:
-        payload.update(_outcome(sent))
-    return [(EventType.EXTERNAL_SIGNAL_SENT, payload)]
-
-
-def cancel_workflow(run: RunRecord, command: c.CancelExternal, *, now: dt.datetime) -> list[Event]:
-    """Ask another workflow to cancel; the request's outcome goes into history."""
-    from durable_workflow.executor.control import request_cancel
-
-    payload: dict[str, Any] = {
-        "sequence": command.step,
-        "target_instance_id": command.instance_id,
-        "target_run_id": command.run_id,
-        "reason": command.reason,
-    }
-    try:
-        requested = request_cancel(
-            command.instance_id,
-            run_id=command.run_id,
-            reason=command.reason,
-            source="workflow",
-            namespace=run.namespace,
-        )
-    except WorkflowNotFoundError:
-        payload.update(_not_found())
-    else:
-        payload.update(_outcome(requested))
-    return [(EventType.EXTERNAL_CANCEL_REQUESTED, payload)]
-
-
-def _outcome(result: Any) -> dict[str, Any]:
-    return {
-        "target_run_id": str(result.run_id) if result.run_id else None,
-        "command_id": str(result.command_id),
-        "outcome": result.outcome,
-        "rejection_reason": result.rejection_reason,
-    }
-
-
-def _not_found() -> dict[str, Any]:
-    return {
-        "command_id": None,
-        "outcome": "rejected_not_found",
-        "rejection_reason": "instance_not_found",
-    }
-
-
 def notify_parent(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> None:
     """A child run closed: leave its outcome where the parent's next task will find it."""
     if run.parent_run_id is None or run.parent_sequence is None:
@@ -216,46 +144,4 @@ def report_children(run: RunRecord) -> list[Event]:
             }
             events.append((_EVENT_OF_STATUS[call.status], payload))
         children.mark_reported(call.id, run_id=call.child_run_id, outcome=closed)
-    return events
-
-
-def apply_close_policies(run: RunRecord, *, now: dt.datetime) -> list[Event]:
-    """The parent is closing: abandon, cancel or terminate each child still open."""
-    from durable_workflow.executor.control import request_cancel, request_terminate
-
-    events: list[Event] = []
-    for call in children.open_calls(run.id):
-        policy = call.parent_close_policy
-        outcome = "abandoned"
-        if policy == "request_cancel":
-            outcome = request_cancel(
-                call.child_instance_id,
-                reason="parent closed",
-                source="parent_close_policy",
-                namespace=run.namespace,
-            ).outcome
-        elif policy == "terminate":
-            outcome = request_terminate(
-                call.child_instance_id,
-                reason="parent closed",
-                source="parent_close_policy",
-                namespace=run.namespace,
-            ).outcome
-        else:
-            children.set_status(call.id, ChildCallStatus.ABANDONED, now=now)
-        failed = outcome.startswith("rejected")
-        events.append(
-            (
-                EventType.PARENT_CLOSE_POLICY_FAILED
-                if failed
-                else EventType.PARENT_CLOSE_POLICY_APPLIED,
-                {
-                    "sequence": call.sequence,
-                    "child_call_id": str(call.id),
-                    "child_instance_id": call.child_instance_id,
-                    "parent_close_policy": policy,
-                    "outcome": outcome,
-                },
-            )
-        )
     return events

@@ -1,17 +1,41 @@
-"""Closing a run: cancel what is still open, record the failure, write the final event."""
+"""Closing a run: cancel what is still open, record the failure, write the final event.
+
+Cancel and terminate live here too, with the close policies that apply them to a
+closing parent's children: terminating a run closes it, closing it terminates (or
+cancels) its children, and so on down the tree, so the recursion stays in this module.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import uuid
 from typing import Any
 
+from durable_workflow import clock, namespaces
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import lifecycle
-from durable_workflow.headers import with_headers
-from durable_workflow.models import ActivityStatus, AttemptStatus, TaskStatus, WorkflowRun
-from durable_workflow.store import activities, messages, runs, sql, tasks
+from durable_workflow.executor import children, lifecycle, session_release, workflow_gate
+from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.intake import (
+    check_request_id,
+    recorded,
+    repeated_request,
+    resolve_target,
+)
+from durable_workflow.executor.open_work import abandon_updates, cancel_open_work
+from durable_workflow.headers import check_headers, with_headers
+from durable_workflow.models import (
+    ChildCallStatus,
+    CommandStatus,
+    CommandType,
+    RunStatus,
+    WorkflowRun,
+)
+from durable_workflow.store import activities, commands, database, runs, sql
 from durable_workflow.store import children as child_store
 from durable_workflow.store.records import RunRecord
+from durable_workflow.store.workflow_queues import WAITING
+from durable_workflow.text import check_reason
 
 Event = tuple[str, dict[str, Any]]
 
@@ -22,8 +46,6 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
 
     Call after ``run.status`` is set to its final value.
     """
-    from durable_workflow.executor import children, session_release, workflow_gate
-
     continued = run.status == "completed" and run.closed_reason == "continued"
     # One read says what is open (unless the settle this closing follows asked already);
     # most runs close with nothing left to cancel.
@@ -32,90 +54,12 @@ def finish(run: RunRecord, outcome: dict[str, Any], *, now: dt.datetime) -> list
         [child_store.open_calls_clause(run.id), *activities.open_work_clauses(run.id)],
     )
     # Children outlive a continue-as-new: the instance goes on, so no close policy applies.
-    events = [] if continued or not calls else children.apply_close_policies(run, now=now)
+    events = [] if continued or not calls else apply_close_policies(run, now=now)
     events += cancel_open_work(run, now=now, timers=timers, executions=executions)
     if not continued:
         children.notify_parent(run, outcome, now=now)
         session_release.release_for_closed_run(run, now=now)
         workflow_gate.release(run)  # (a continuing run hands its slot on)
-    return events
-
-
-#: Why an update left open by a closing run failed.
-UPDATE_ABANDONED = "UpdateAbandoned"
-
-
-def abandon_updates(
-    run: RunRecord, updates: list[tuple[str, str]] | None, *, now: dt.datetime
-) -> list[Event]:
-    """Fail the updates a closing run leaves open (``None``: every open one), so callers
-    waiting on them get an answer: ``UpdateCompleted`` with the failure."""
-    from durable_workflow.engine.commands import FailureInfo
-    from durable_workflow.models import UpdateStatus
-
-    events: list[Event] = []
-    for update_id, name in messages.open_updates(run.id) if updates is None else updates:
-        reason = "continued as new" if run.closed_reason == "continued" else run.status
-        info = FailureInfo(
-            exception_type=UPDATE_ABANDONED,
-            exception_class="",
-            message=f"the workflow run closed ({reason}) before the update finished",
-            non_retryable=True,
-        )
-        failure_id = lifecycle.record_failure_of(
-            info,
-            run,
-            source_kind="workflow_update",
-            source_id=update_id,
-            category="application",
-            details={},
-            now=now,
-        )
-        messages.close_update(
-            update_id, status=UpdateStatus.FAILED, now=now, failure_message=info.message
-        )
-        payload = {
-            "update_id": update_id,
-            "update_name": name,
-            "failure_id": str(failure_id),
-            "exception_type": info.exception_type,
-            "message": info.message,
-            "non_retryable": True,
-        }
-        events.append((EventType.UPDATE_COMPLETED, payload))
-    return events
-
-
-def cancel_open_work(
-    run: RunRecord, *, now: dt.datetime, timers: bool = True, executions: bool = True
-) -> list[Event]:
-    """TimerCancelled for each pending timer, ActivityCancelled for each open activity.
-
-    ``timers``/``executions`` ``False``: the caller knows there are none of those.
-    """
-    events: list[Event] = []
-    for timer in activities.pending_timers_of_run(run.id) if timers else []:
-        messages.cancel_timer_of_step(run.id, timer.sequence)
-        events.append(
-            (EventType.TIMER_CANCELLED, {"sequence": timer.sequence, "timer_id": str(timer.id)})
-        )
-    for execution in activities.open_executions_of_run(run.id) if executions else []:
-        activities.close_execution(execution.id, ActivityStatus.CANCELLED, now=now)
-        if execution.current_attempt_id is not None:
-            activities.close_attempt(
-                execution.current_attempt_id, AttemptStatus.CANCELLED, now=now, only_running=True
-            )
-        events.append(
-            (
-                EventType.ACTIVITY_CANCELLED,
-                {
-                    "sequence": execution.sequence,
-                    "activity_execution_id": str(execution.id),
-                    "activity_type": execution.activity_type,
-                },
-            )
-        )
-    tasks.settle_open_tasks_of_run(run.id, TaskStatus.CANCELLED, now=now)
     return events
 
 
@@ -152,101 +96,230 @@ def close_as(
     return events
 
 
-def continue_as_new(
-    run: RunRecord,
-    arguments: dict[str, Any],
-    cursors: dict[str, int] | None = None,
-    *,
-    headers: dict[str, str] | None = None,
-    now: dt.datetime,
-) -> list[Event]:
-    """Close this run ``completed``/``continued`` and start the next run of the instance.
-
-    The new run inherits visibility (business key, labels, memo, search
-    attributes), the start headers, the execution deadline (the run deadline starts afresh), the
-    parent link, and every signal, update and message that was received but not
-    yet consumed, in the order this run received them.
-    """
-    from durable_workflow.executor import children
-    from durable_workflow.executor.common import wake_workflow
-
-    carried = runs.continuation_fields(run.id)
-    if carried.get("run_timeout_seconds"):
-        carried["run_deadline_at"] = now + dt.timedelta(seconds=carried["run_timeout_seconds"])
-    following = runs.create_run(
-        namespace=run.namespace,
-        instance_id=run.instance_id,
-        workflow_type=run.workflow_type,
-        workflow_class=run.workflow_class,
-        arguments=arguments,
-        payload_codec=run.payload_codec,
-        queue=run.queue,
-        connection=run.connection,
-        now=now,
-        extra={
-            **carried,
-            "parent_run_id": run.parent_run_id,
-            "parent_sequence": run.parent_sequence,
-            "parent_close_policy": run.parent_close_policy,
-            "continued_from_id": run.id,
-        },
-    )
-    run.set(status="completed", closed_reason="continued", closed_at=now)
-    events = finish(run, {}, now=now)
-    from durable_workflow.executor.start import _fingerprint, started_context
-
-    fingerprint = _fingerprint(run.workflow_type)
-    following.set(workflow_definition_fingerprint=fingerprint)
-    if carried.get("search_attributes"):
-        from durable_workflow.store import visibility as visibility_store
-
-        visibility_store.replace_attributes(following.id, carried["search_attributes"])
-    started = {
-        "workflow_definition_fingerprint": fingerprint,
-        "workflow_type": run.workflow_type,
-        "workflow_class": run.workflow_class,
-        "workflow_instance_id": run.instance_id,
-        "workflow_run_id": str(following.id),
-        "run_number": following.run_number,
-        "arguments": arguments,
-        "payload_codec": run.payload_codec,
-        "continued_from_run_id": str(run.id),
-        "message_cursors": cursors or {},
-        **started_context(
-            queue=run.queue,
-            memo=carried.get("memo") or {},
-            search_attributes=carried.get("search_attributes") or {},
-            parent_run_id=run.parent_run_id,
-            parent_instance_id=_instance_of(run.parent_run_id),
-        ),
-    }
-    lifecycle.append(
-        following,
-        [
-            (EventType.WORKFLOW_STARTED, with_headers(started, headers)),
-            *messages.carry_pending_inputs(run.id, following.id),
-        ],
-        now=now,
-    )
-    wake_workflow(following, now=now)
-    following.set(status="pending")
-    runs.save_run(following, now=now)
-    if run.parent_run_id is not None and run.parent_sequence is not None:
-        from durable_workflow.store import children as child_store
-
-        child_store.follow_run(run.parent_run_id, run.parent_sequence, following.id)
-        children.wake_parent(run.parent_run_id, now=now)
-    events.append(
-        (
-            EventType.WORKFLOW_CONTINUED_AS_NEW,
-            {"new_run_id": str(following.id), "new_run_number": following.run_number},
+def apply_close_policies(run: RunRecord, *, now: dt.datetime) -> list[Event]:
+    """The parent is closing: abandon, cancel or terminate each child still open."""
+    events: list[Event] = []
+    for call in child_store.open_calls(run.id):
+        policy = call.parent_close_policy
+        outcome = "abandoned"
+        if policy == "request_cancel":
+            outcome = request_cancel(
+                call.child_instance_id,
+                reason="parent closed",
+                source="parent_close_policy",
+                namespace=run.namespace,
+            ).outcome
+        elif policy == "terminate":
+            outcome = request_terminate(
+                call.child_instance_id,
+                reason="parent closed",
+                source="parent_close_policy",
+                namespace=run.namespace,
+            ).outcome
+        else:
+            child_store.set_status(call.id, ChildCallStatus.ABANDONED, now=now)
+        failed = outcome.startswith("rejected")
+        events.append(
+            (
+                EventType.PARENT_CLOSE_POLICY_FAILED
+                if failed
+                else EventType.PARENT_CLOSE_POLICY_APPLIED,
+                {
+                    "sequence": call.sequence,
+                    "child_call_id": str(call.id),
+                    "child_instance_id": call.child_instance_id,
+                    "parent_close_policy": policy,
+                    "outcome": outcome,
+                },
+            )
         )
-    )
     return events
 
 
-def _instance_of(run_id: Any) -> str | None:
-    if run_id is None:
-        return None
-    found = runs.get_run(run_id)
-    return found.instance_id if found is not None else None
+@dataclasses.dataclass(frozen=True)
+class CloseOutcome:
+    accepted: bool
+    outcome: str
+    command_id: uuid.UUID
+    instance_id: str
+    run_id: uuid.UUID | None
+    rejection_reason: str | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _AtOnce:
+    """How a command closes a run at once: the events, the status and the failure."""
+
+    requested: str
+    status: str
+    event_type: str
+    category: str
+    exception_type: str
+    message: str  # when the caller gave no reason
+
+
+_TERMINATED = _AtOnce(
+    EventType.TERMINATE_REQUESTED,
+    RunStatus.TERMINATED,
+    EventType.WORKFLOW_TERMINATED,
+    "terminated",
+    "WorkflowTerminated",
+    "the workflow was terminated",
+)
+_CANCELLED_UNSTARTED = _AtOnce(
+    EventType.CANCEL_REQUESTED,
+    RunStatus.CANCELLED,
+    EventType.WORKFLOW_CANCELLED,
+    "cancelled",
+    "WorkflowCancelled",
+    "the workflow was cancelled before it started",
+)
+
+
+def _close_now(
+    run: RunRecord, how: _AtOnce, requested: dict[str, Any], *, reason: str | None, now: dt.datetime
+) -> None:
+    events: list[Event] = [(how.requested, requested)]
+    events += close_as(
+        run,
+        status=how.status,
+        event_type=how.event_type,
+        category=how.category,
+        exception_type=how.exception_type,
+        message=reason or how.message,
+        reason=reason,
+        now=now,
+    )
+    lifecycle.append(run, events, now=now)
+
+
+def _close_command(
+    kind: str,
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None,
+    reason: str | None,
+    source: str,
+    request_id: str | None = None,
+    headers: dict[str, str] | None = None,
+    namespace: str | None = None,
+) -> CloseOutcome:
+    check_reason(reason)
+    check_request_id(request_id)
+    headers = check_headers(headers)
+    now = clock.now()
+    command_type = CommandType.CANCEL if kind == "cancel" else CommandType.TERMINATE
+    space = namespaces.resolve(namespace)
+    with database.atomic():
+        run, rejection = resolve_target(instance_id, run_id, namespace=space)
+        prior = repeated_request(instance_id, command_type, request_id, namespace=space)
+        if prior is not None:  # the same request again: its first answer, nothing new
+            return repeated_close(prior)
+        accepted = rejection is None
+        said = recorded(rejection, "cancelled" if kind == "cancel" else "terminated")
+        outcome = said.outcome
+        command = commands.record_command(
+            namespace=space,
+            instance_id=instance_id,
+            run_id=run.id if run else None,
+            command_type=command_type,
+            status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+            outcome=outcome,
+            rejection_reason=said.reason,
+            source=source,
+            reason=reason or "",
+            payload=with_headers({} if request_id is None else {"request_id": request_id}, headers),
+            metadata=said.metadata,
+            now=now,
+        )
+        if accepted and run is not None:
+            requested = with_headers({"command_id": str(command.id), "reason": reason}, headers)
+            if kind == "terminate":
+                _close_now(run, _TERMINATED, requested, reason=reason, now=now)
+            elif run.queue_slot == WAITING:
+                # Not started (waiting for a slot on its queue): no body to clean up, so
+                # it closes now, and the slot it never held stays with whoever has it.
+                _close_now(run, _CANCELLED_UNSTARTED, requested, reason=reason, now=now)
+            elif run.cancel_requested_at is None:
+                lifecycle.append(run, [(EventType.CANCEL_REQUESTED, requested)], now=now)
+                run.set(cancel_requested_at=now)
+                wake_workflow(run, now=now)
+            runs.save_run(run, now=now)
+    return CloseOutcome(
+        accepted=accepted,
+        outcome=outcome,
+        command_id=command.id,
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        rejection_reason=command.rejection_reason,
+        metadata=said.metadata,
+        reason=reason,
+    )
+
+
+def repeated_close(prior: commands.PriorCommand) -> CloseOutcome:
+    return CloseOutcome(
+        accepted=prior.command.status == CommandStatus.ACCEPTED,
+        outcome=prior.command.outcome,
+        command_id=prior.command.id,
+        instance_id=prior.command.instance_id,
+        run_id=prior.command.run_id,
+        rejection_reason=prior.command.rejection_reason,
+        metadata=prior.metadata,
+        reason=prior.reason or None,
+    )
+
+
+@retry_transaction
+def request_cancel(
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    reason: str | None = None,
+    source: str = "client",
+    request_id: str | None = None,
+    headers: dict[str, str] | None = None,
+    namespace: str | None = None,
+) -> CloseOutcome:
+    """Ask the run to stop: ``WorkflowCancelled`` is raised in the body at its next step.
+
+    The body may clean up (catch it, run compensations) before it finishes; the
+    run then closes ``cancelled`` and every still-open timer and activity is
+    cancelled with its event.
+    """
+    return _close_command(
+        "cancel",
+        instance_id,
+        run_id=run_id,
+        reason=reason,
+        source=source,
+        request_id=request_id,
+        headers=headers,
+        namespace=namespace,
+    )
+
+
+@retry_transaction
+def request_terminate(
+    instance_id: str,
+    *,
+    run_id: str | uuid.UUID | None = None,
+    reason: str | None = None,
+    source: str = "client",
+    request_id: str | None = None,
+    headers: dict[str, str] | None = None,
+    namespace: str | None = None,
+) -> CloseOutcome:
+    """Close the run at once; no more workflow code runs."""
+    return _close_command(
+        "terminate",
+        instance_id,
+        run_id=run_id,
+        reason=reason,
+        source=source,
+        request_id=request_id,
+        headers=headers,
+        namespace=namespace,
+    )

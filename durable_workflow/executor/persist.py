@@ -15,14 +15,12 @@ from durable_workflow.engine import commands as c
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle, streams
-from durable_workflow.executor.children import cancel_workflow, signal_workflow, start_child
-from durable_workflow.executor.closing import (
-    abandon_updates,
-    close_as,
-    continue_as_new,
-    finish,
-)
+from durable_workflow.executor.children import start_child
+from durable_workflow.executor.closing import close_as, finish
 from durable_workflow.executor.common import check_limit
+from durable_workflow.executor.continuation import continue_as_new
+from durable_workflow.executor.external import cancel_workflow, signal_workflow
+from durable_workflow.executor.open_work import abandon_updates
 from durable_workflow.executor.scheduling import ActivityBatch
 from durable_workflow.models import (
     ActivityStatus,

@@ -14,8 +14,10 @@ from collections.abc import Callable
 
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
+from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle, queue_gate, workflow_gate
+from durable_workflow.executor.activity_failures import record_final_failure
 from durable_workflow.executor.common import retry_transaction
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.logs import get_logger
@@ -209,9 +211,6 @@ def lease_returned(run: RunRecord, task: TaskRecord, *, now: dt.datetime) -> Non
 def _give_up(
     run: RunRecord, task: TaskRecord, execution: ActivityRecord, expired: int, *, now: dt.datetime
 ) -> None:
-    from durable_workflow.engine.commands import FailureInfo
-    from durable_workflow.executor.activity_failures import record_final_failure
-
     tasks.settle(task.id, TaskStatus.FAILED, now=now, error="lease expired too often")
     info = FailureInfo(
         exception_type="ActivityLeaseExpired",

@@ -26,6 +26,7 @@ from durable_workflow.exceptions import (
 from durable_workflow.executor import lifecycle, workflow_gate
 from durable_workflow.executor.closing import close_as
 from durable_workflow.executor.common import retry_transaction, wake_workflow
+from durable_workflow.executor.intake import check_request_id, repeated_request
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -80,8 +81,6 @@ def reset_run(
     A ``request_id`` the instance (the fork's, for a fork) already took a reset (fork)
     under returns that first result and rewinds nothing; a dry run records nothing and
     is never matched."""
-    from durable_workflow.executor.intake import check_request_id
-
     to = check_point(to)
     check_reason(reason)
     check_request_id(request_id)
@@ -118,8 +117,6 @@ def _repeated(
     """The result of the reset (fork) recorded under ``request_id``, if there is one;
     holds the instance lock (a fork's instance is reserved first, so two deliveries of
     one fork queue on its row too)."""
-    from durable_workflow.executor.intake import repeated_request
-
     found = runs.get_run(old_id)
     if found is None:
         return None  # _locked reports it

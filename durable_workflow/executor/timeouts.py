@@ -16,8 +16,9 @@ from durable_workflow.engine.commands import FailureInfo
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import dispatch, lifecycle
 from durable_workflow.executor.activity_failures import record_final_failure
-from durable_workflow.executor.closing import abandon_updates, finish
+from durable_workflow.executor.closing import finish
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.open_work import abandon_updates
 from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,

@@ -13,7 +13,7 @@ from typing import Any
 
 from durable_workflow import interceptors, registry
 from durable_workflow.executor import start_workflow
-from durable_workflow.executor.control import request_cancel, request_terminate
+from durable_workflow.executor.closing import request_cancel, request_terminate
 from durable_workflow.executor.start import StartOutcome
 from durable_workflow.models import TERMINAL_RUN_STATUSES
 from durable_workflow.models.schedules import ScheduleFireKind, ScheduleFireStatus

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from django.http import HttpRequest, HttpResponse
 
 from durable_workflow import clock
-from durable_workflow.executor import archiving, control, intake
+from durable_workflow.executor import archiving, closing, control, intake
 from durable_workflow.models import CommandStatus, CommandType
 from durable_workflow.store import commands, database, runs
 from durable_workflow.store.records import InstanceRecord, RunRecord
@@ -83,8 +83,8 @@ class CloseView(WebhookView):
         validation.refuse_unknown(data, {"reason"})
         reason = validation.reason(data, self.config)
         command = {
-            "cancel": control.request_cancel,
-            "terminate": control.request_terminate,
+            "cancel": closing.request_cancel,
+            "terminate": closing.request_terminate,
             "archive": archiving.request_archive,
         }[self.kind]
         outcome = command(

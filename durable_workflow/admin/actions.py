@@ -19,12 +19,11 @@ from durable_workflow.admin.base import TERMINATE_PERMISSION
 from durable_workflow.admin.operations import (
     OPERATIONS,
     SINGLE_RUN_ONLY,
-    Outcome,
-    Target,
     form_for,
     perform,
     preview,
 )
+from durable_workflow.admin.targets import Outcome, Target
 from durable_workflow.operations import bulk
 
 

@@ -16,8 +16,8 @@ from durable_workflow.admin.filters import (
     NamespaceFilter,
     WorkflowTypeFilter,
 )
-from durable_workflow.admin.operations import Target
 from durable_workflow.admin.runs import allowed_operations, run_link
+from durable_workflow.admin.targets import Target
 from durable_workflow.models import WorkflowInstance, WorkflowRun
 
 

@@ -18,6 +18,8 @@ from django.http import HttpRequest
 
 from durable_workflow import registry
 from durable_workflow.admin.base import OPERATE_PERMISSION, TERMINATE_PERMISSION
+from durable_workflow.admin.rewind import ForkForm, ResetForm, rewind
+from durable_workflow.admin.targets import Outcome, ReasonForm, Target
 from durable_workflow.client import WorkflowStub
 from durable_workflow.exceptions import (
     InvalidValueError,
@@ -122,35 +124,6 @@ ONLY_ON_CLOSED_RUNS = ("archive",)
 MAX_ANSWER_CHARS = 4000
 
 
-@dataclasses.dataclass(frozen=True)
-class Target:
-    instance_id: str
-    run_id: uuid.UUID | None = None
-    namespace: str = "default"
-
-    def __str__(self) -> str:
-        return self.instance_id if self.run_id is None else f"{self.instance_id} ({self.run_id})"
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    target: Target
-    accepted: bool
-    outcome: str
-    rejection_reason: str | None = None
-    #: What the operator asked to see (a query's answer), as text.
-    detail: str | None = None
-
-
-class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        label="Reason",
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        max_length=2000,
-        help_text="Recorded on the command, for the audit trail.",
-    )
-
-
 def _handler_names(workflow_types: set[str], attribute: str) -> list[str]:
     """The declared signal, query or update names of these workflow types."""
     names: set[str] = set()
@@ -226,8 +199,6 @@ MESSAGE_FORMS: dict[str, type[MessageForm]] = {
 
 def form_for(kind: str, data: Any = None, *, workflow_types: set[str] | None = None) -> Any:
     if kind in REWIND:
-        from durable_workflow.admin.rewind import ForkForm, ResetForm
-
         return ForkForm(data) if kind == "fork" else ResetForm(data)
     if kind in MESSAGE_FORMS:
         return MESSAGE_FORMS[kind](data, workflow_types=workflow_types)
@@ -320,8 +291,6 @@ def preview(kind: str, target: Target, data: dict[str, Any] | None = None) -> Ou
     instance exists, the run is its current one, still open, and (retry) parked; a
     reset or fork checks its point (``data``: the form's)."""
     if kind in REWIND:
-        from durable_workflow.admin.rewind import rewind
-
         return rewind(kind, target, data or {}, dry_run=True)
     if kind == "archive":
         return _preview_archive(target)
@@ -399,8 +368,6 @@ def perform_as(
         elif kind in ("repair", "retry"):
             outcome = _repair(target, reason, retry=kind == "retry")
         elif kind in REWIND:
-            from durable_workflow.admin.rewind import rewind
-
             outcome = rewind(kind, target, data, dry_run=False)
         elif kind == "query":
             outcome = _query(target, data)

@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from durable_workflow.admin.operations import Outcome, ReasonForm, Target
+from durable_workflow.admin.targets import Outcome, ReasonForm, Target
 from durable_workflow.engine.rewind import POINT_KINDS, REFUSALS
 from durable_workflow.exceptions import (
     InvalidInstanceIdError,

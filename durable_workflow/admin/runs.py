@@ -33,10 +33,10 @@ from durable_workflow.admin.operations import (
     ON_CLOSED_RUNS,
     ONLY_ON_CLOSED_RUNS,
     OPERATIONS,
-    Target,
 )
 from durable_workflow.admin.payloads import duration, pre
 from durable_workflow.admin.run_list import NeedsAttentionFilter, RunListMixin
+from durable_workflow.admin.targets import Target
 from durable_workflow.admin.triage import triage
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,

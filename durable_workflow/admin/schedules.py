@@ -20,8 +20,8 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from durable_workflow.admin.base import EngineAdmin, link
-from durable_workflow.admin.operations import ReasonForm
 from durable_workflow.admin.payloads import pre
+from durable_workflow.admin.targets import ReasonForm
 from durable_workflow.models import ScheduleFire, ScheduleHistoryEvent, WorkflowSchedule
 
 CHANGE_SCHEDULE = "durable_workflow.change_workflowschedule"

@@ -155,7 +155,8 @@ def process(job_id: uuid.UUID | str, *, progress: Progress | None = None) -> Bul
     """Work the job's pending items batch by batch until none are left, the job is
     cancelled, or a batch raises (the job is then marked failed). Safe to call again
     on a job a crashed worker left running: it resumes at the first pending item."""
-    from durable_workflow.admin.operations import Target, perform_as
+    from durable_workflow.admin.operations import perform_as
+    from durable_workflow.admin.targets import Target
 
     while True:
         with database.atomic():

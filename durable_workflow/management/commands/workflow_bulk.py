@@ -11,8 +11,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 from django.utils.dateparse import parse_datetime
 
-from durable_workflow.admin.operations import Target, preview
+from durable_workflow.admin.operations import preview
 from durable_workflow.admin.run_list import _failed_with
+from durable_workflow.admin.targets import Target
 from durable_workflow.management.command_options import namespace_option
 from durable_workflow.models import BulkJob, RunStatus, WorkflowRun
 from durable_workflow.operations import bulk

@@ -154,7 +154,10 @@ class HistoryEvent(models.Model):
     """Append-only: rows are inserted once and never updated."""
 
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="history")
+    #: No index of its own: the (run, sequence) constraint's index leads with it.
+    run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="history", db_index=False
+    )
     sequence = models.PositiveIntegerField()
     event_type = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)

@@ -21,7 +21,11 @@ class Task(models.Model):
     """A unit of work a worker can claim: replay a run, run an activity, fire a timer."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="tasks")
+    #: Indexes that lead with run, activity_execution or timer are in Meta (every
+    #: index is one more entry per task row written: see docs/performance.md).
+    run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="tasks", db_index=False
+    )
     #: The run's namespace, copied so a worker or operator can select by it.
     namespace = models.CharField(max_length=128, default="default")
     task_type = models.CharField(max_length=16, choices=TaskType.choices)
@@ -30,10 +34,20 @@ class Task(models.Model):
     queue = models.CharField(max_length=255, null=True, blank=True)
     connection = models.CharField(max_length=255, null=True, blank=True)
     activity_execution = models.ForeignKey(
-        "ActivityExecution", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
+        "ActivityExecution",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="tasks",
+        db_index=False,
     )
     timer = models.ForeignKey(
-        "Timer", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
+        "Timer",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="tasks",
+        db_index=False,
     )
     payload = models.JSONField(default=dict, blank=True)
     attempt_count = models.PositiveIntegerField(default=0)
@@ -72,6 +86,16 @@ class Task(models.Model):
             models.Index(fields=["status", "available_at"], name="dw_task_status_available"),
             models.Index(fields=["run", "task_type", "status"], name="dw_task_run_type_status"),
             models.Index(fields=["status", "lease_expires_at"], name="dw_task_status_lease"),
+            # Most tasks have no timer, workflow tasks no activity: index only the rows
+            # that have one (an equality lookup implies NOT NULL, so these serve it).
+            models.Index(
+                fields=["timer"], name="dw_task_timer", condition=models.Q(timer__isnull=False)
+            ),
+            models.Index(
+                fields=["activity_execution"],
+                name="dw_task_activity",
+                condition=models.Q(activity_execution__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -83,7 +107,7 @@ class ActivityExecution(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     run = models.ForeignKey(
-        WorkflowRun, on_delete=models.CASCADE, related_name="activity_executions"
+        WorkflowRun, on_delete=models.CASCADE, related_name="activity_executions", db_index=False
     )
     sequence = models.PositiveIntegerField()
     activity_type = models.CharField(max_length=255)
@@ -107,7 +131,7 @@ class ActivityExecution(models.Model):
     schedule_to_close_deadline_at = models.DateTimeField(null=True, blank=True)
     schedule_to_start_deadline_at = models.DateTimeField(null=True, blank=True)
     #: The worker session this activity runs in (``options["worker_session"]``).
-    worker_session_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    worker_session_id = models.CharField(max_length=255, null=True, blank=True)
 
     class Meta:
         db_table = "durable_workflow_activity_execution"
@@ -115,6 +139,13 @@ class ActivityExecution(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "sequence"], name="durable_workflow_activity_sequence_unique"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["worker_session_id"],
+                name="dw_activity_session",
+                condition=models.Q(worker_session_id__isnull=False),
             )
         ]
 
@@ -125,7 +156,7 @@ class ActivityExecution(models.Model):
 class ActivityAttempt(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     execution = models.ForeignKey(
-        ActivityExecution, on_delete=models.CASCADE, related_name="attempts"
+        ActivityExecution, on_delete=models.CASCADE, related_name="attempts", db_index=False
     )
     attempt_number = models.PositiveIntegerField()
     task_id = models.UUIDField(null=True, blank=True)

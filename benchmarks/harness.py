@@ -27,6 +27,7 @@ NEEDS_WORKERS = {
     "queue_limit",
     "memory",
     "floor",
+    "scaling",
 }
 
 

@@ -12,4 +12,5 @@ ORDER = [
     "long",
     "memory",
     "floor",
+    "scaling",
 ]

@@ -18,6 +18,7 @@ from benchmarks.report import evaluate_targets, print_table
 from benchmarks.scenarios import ORDER
 from benchmarks.scenarios.common import Context
 
+OPT_IN = {"aged"}
 NEEDS_WORKERS = {
     "sequential",
     "throughput",
@@ -28,6 +29,7 @@ NEEDS_WORKERS = {
     "memory",
     "floor",
     "scaling",
+    "aged",
 }
 
 
@@ -67,6 +69,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--keep-db", action="store_true", help="do not drop the benchmark database at the end"
+    )
+    parser.add_argument(
+        "--seed-runs",
+        type=int,
+        default=1_000_000,
+        help="aged: closed runs in the seeded database (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--seed-open",
+        type=int,
+        default=100_000,
+        help="aged: open runs waiting on timers and signals (default 100,000)",
     )
     return parser.parse_args(argv)
 
@@ -136,13 +150,19 @@ def machine_info(server_versions: Callable[[], dict[str, str]] | None = None) ->
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    selected = [name for name in ORDER if not args.scenario or name in args.scenario]
+    # ``aged`` (a seeded database of a million runs) only runs when asked for.
+    selected = [
+        name for name in ORDER if (name in args.scenario if args.scenario else name not in OPT_IN)
+    ]
     ctx = Context(
         quick=args.quick,
         repeat=args.repeat or (3 if args.quick else 5),
         workers=args.workers,
         throughput_n=args.throughput_n or (50 if args.quick else 200),
         memory_n=args.memory_n or (1_000 if args.quick else 10_000),
+        seed_runs=args.seed_runs,
+        seed_open=args.seed_open,
+        keep_db=args.keep_db,
     )
     os.environ["DW_BENCH_DB_CONNECTIONS"] = config.DB_CONNECTIONS = args.db_connections
     services.check_services()
@@ -150,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     (config.RESULTS_DIR / "logs").mkdir(exist_ok=True)
 
     os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings"
+    os.environ["DW_BENCH_ADMIN"] = "1"  # this process times admin pages (workers: no admin)
     services.create_database(config.PG_DB)
     import django
 
@@ -167,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             "pool": "solo",
             "throughput_n": ctx.throughput_n,
             "memory_n": ctx.memory_n,
+            "seed": {"runs": ctx.seed_runs, "open": ctx.seed_open} if "aged" in selected else None,
             "db_connections": config.DB_CONNECTIONS,
             "machine": machine_info(),
             "source": source_info(),

@@ -23,6 +23,35 @@ INSTALLED_APPS = [
     "benchmarks",  # its ``workflows`` module registers the benchmark workflows
 ]
 
+# The harness process serves the admin to time its pages (scenario ``aged``); the
+# workers it starts do without (``workers.launch_worker`` sets DW_BENCH_ADMIN=0).
+ADMIN = os.environ.get("DW_BENCH_ADMIN") == "1"
+if ADMIN:
+    INSTALLED_APPS[:0] = [
+        "django.contrib.sessions",
+        "django.contrib.messages",
+        "django.contrib.admin",
+    ]
+    ROOT_URLCONF = "benchmarks.urls"
+    MIDDLEWARE = [
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+    ]
+    TEMPLATES = [
+        {
+            "BACKEND": "django.template.backends.django.DjangoTemplates",
+            "APP_DIRS": True,
+            "OPTIONS": {
+                "context_processors": [
+                    "django.template.context_processors.request",
+                    "django.contrib.auth.context_processors.auth",
+                    "django.contrib.messages.context_processors.messages",
+                ]
+            },
+        }
+    ]
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",

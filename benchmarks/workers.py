@@ -157,6 +157,7 @@ def launch_worker(spec: WorkerSpec, log_dir: pathlib.Path) -> Worker:
         ),
         "DW_BENCH_READY_FILE": str(ready),
         "DW_BENCH_WORKER_NAME": spec.name,
+        "DW_BENCH_ADMIN": "0",  # the admin is the harness process's (settings.py)
         **dict(spec.env),
     }
     command = [sys.executable, "-m", "celery", "-A", spec.app, "worker", f"--pool={spec.pool}"]

@@ -13,4 +13,5 @@ ORDER = [
     "memory",
     "floor",
     "scaling",
+    "aged",
 ]

@@ -171,6 +171,10 @@ class HistoryEvent(models.Model):
                 fields=["run", "sequence"], name="durable_workflow_history_sequence_unique"
             )
         ]
+        #: A run's events of one type, in order (the timeline filtered by type).
+        indexes = [
+            models.Index(fields=["run", "event_type", "sequence"], name="dw_history_run_type")
+        ]
 
     def __str__(self) -> str:
         return f"{self.sequence} {self.event_type}"

@@ -25,6 +25,7 @@ from durable_workflow.admin.base import (
 from durable_workflow.admin.compatibility import compatibility_html
 from durable_workflow.admin.filters import (
     ArchivedFilter,
+    ClosedReasonFilter,
     NamespaceFilter,
     QueueFilter,
     WorkflowTypeFilter,
@@ -59,7 +60,7 @@ class WorkflowRunAdmin(RunListMixin, OperatorActionsMixin, EngineAdmin):
         "status",
         WorkflowTypeFilter,
         QueueFilter,
-        "closed_reason",
+        ClosedReasonFilter,
         ("created_at", admin.DateFieldListFilter),
         ("closed_at", admin.DateFieldListFilter),
     )

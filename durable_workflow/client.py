@@ -28,6 +28,7 @@ from durable_workflow.client_results import (
     start_result,
 )
 from durable_workflow.client_rewind import StubRewind
+from durable_workflow.client_testing import StubTesting, drains_after, waits_inline
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import CLIENT, handle_signature, payloads
 from durable_workflow.description import WorkflowDescription
@@ -54,13 +55,12 @@ from durable_workflow.options import StartOptions
 from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult
 from durable_workflow.store import history, runs, waits
 from durable_workflow.store.records import RunRecord
-from durable_workflow.testing.kit import StubTestKit
 
 #: A caller's request id (``None``: none).
 Id = str | None
 
 
-class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
+class WorkflowStub(StubTesting, StubMessages, StubRewind, Generic[P, R]):
     """A handle on one workflow instance (and, after ``load_run``, one pinned run)."""
 
     def __init__(
@@ -187,6 +187,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     def attempt_start(self, /, *args: P.args, **kwargs: P.kwargs) -> StartResult: ...
     @overload
     def attempt_start(self, /, *args: Any, options: StartOptions) -> StartResult: ...
+    @drains_after
     def attempt_start(self, /, *args: Any, **kwargs: Any) -> StartResult:
         """Start the workflow and report the outcome instead of raising on rejection."""
         options: StartOptions | None = kwargs.pop("options", None)
@@ -224,6 +225,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         self.refresh()
         return start_result(outcome)
 
+    @drains_after
     def repair(self, *, reason: str = "", request_id: Id = None) -> CommandResult:
         """Re-create a lost or failed workflow task (e.g. after fixing a determinism bug),
         reclaim the run's expired leases and re-send its ready tasks; ``metadata`` says
@@ -273,6 +275,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
     # ----------------------------------------------------- cancel / terminate
     # ``request_id``: sent again with the same id, nothing is recorded; the first outcome
     # comes back.
+    @drains_after
     def attempt_cancel(self, reason: str | None = None, *, request_id: Id = None) -> CommandResult:
         """Ask the run to stop; the body sees ``WorkflowCancelled`` at its next step."""
         return self._close(request_cancel, reason, request_id)
@@ -281,6 +284,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         """``attempt_cancel`` that raises ``CommandRejected`` when the command is rejected."""
         return raise_if_rejected(self.attempt_cancel(reason, request_id=request_id), "cancel")
 
+    @drains_after
     def attempt_terminate(
         self, reason: str | None = None, *, request_id: Id = None
     ) -> CommandResult:
@@ -341,6 +345,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
         return interceptors.call(f"{kind}_workflow", closing, close)
 
     # -------------------------------------------------------------- signals
+    @drains_after
     def signal_with_start(
         self,
         name: str,
@@ -482,6 +487,7 @@ class WorkflowStub(StubTestKit, StubMessages, StubRewind, Generic[P, R]):
             self._instance_id, self._workflow_type, self.refresh()._run, namespace=self._namespace
         )
 
+    @waits_inline
     def wait(self, timeout: float = 30.0, *, poll_interval: float = 0.05) -> WorkflowStub[P, R]:
         """Block until the run closes (or ``timeout`` seconds pass); for scripts and tests.
 

@@ -89,8 +89,8 @@ def twin(
 ) -> Callable[Concatenate[S, TP], Coroutine[Any, Any, T]]:
     """The awaitable twin of an instance method (named ``a<name>``).
 
-    The twin looks the method up on the instance when called, so wrappers that
-    the test kit installs on the class (fake mode) apply to both.
+    The twin looks the method up on the instance when called, so it runs whatever the
+    class holds under that name (a subclass's override included).
     """
     name = method.__name__
 

@@ -22,6 +22,11 @@ from durable_workflow.client_results import (
     start_result,
     update_result,
 )
+from durable_workflow.client_testing import (
+    drains_after,
+    drains_before_inspect,
+    update_waits_inline,
+)
 from durable_workflow.conf import get_settings
 from durable_workflow.converter import payloads, signature_of
 from durable_workflow.engine.failures import class_path
@@ -95,6 +100,7 @@ class StubMessages:
         ``request_id`` records nothing and returns the first outcome."""
         return self.attempt_signal_with_arguments(name, list(args), request_id=request_id)
 
+    @drains_after
     def attempt_signal_with_arguments(
         self, name: str, arguments: Arguments, *, request_id: str | None = None
     ) -> CommandResult:
@@ -186,6 +192,7 @@ class StubMessages:
         return interceptors.call("query_workflow", query, ask)
 
     # -------------------------------------------------------------- updates
+    @drains_after
     def submit_update(self, name: str, *args: Any, request_id: str | None = None) -> UpdateResult:
         """Record the update and return as soon as it is accepted (or rejected). A
         repeated ``request_id`` submits nothing and answers for the first update."""
@@ -229,6 +236,7 @@ class StubMessages:
             name, list(args), wait_timeout=wait_timeout, request_id=request_id
         )
 
+    @update_waits_inline
     def attempt_update_with_arguments(
         self,
         name: str,
@@ -299,6 +307,7 @@ class StubMessages:
             raise UpdateWaitTimedOutError(f"update {name!r} was accepted but has not finished yet")
         return result.result
 
+    @drains_after
     def submit_update_with_start(
         self,
         name: str,
@@ -345,6 +354,7 @@ class StubMessages:
             submit,
         )
 
+    @update_waits_inline
     def attempt_update_with_start(
         self,
         name: str,
@@ -409,6 +419,7 @@ class StubMessages:
             update_id=result.update_id,
         )
 
+    @drains_before_inspect
     def inspect_update(self, update_id: str) -> UpdateResult:
         """The stored lifecycle of an update; never waits."""
         record = message_store.get_update(update_id)

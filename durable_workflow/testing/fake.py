@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from durable_workflow import ids, registry
+from durable_workflow import client_testing, ids, registry
 from durable_workflow.exceptions import DurableWorkflowError, UnknownTypeError
 from durable_workflow.executor import dispatch, hooks
 from durable_workflow.logs import get_logger
@@ -186,6 +186,7 @@ class WorkflowFake:
         hooks.workflow_mocks.update(self._previous_workflow_mocks)
         if _active is self:
             _active = None
+            client_testing.install(None)
 
     def _check_active(self) -> None:
         if not self.active:
@@ -198,6 +199,7 @@ def start(*, skip_time: bool = False) -> WorkflowFake:
     if _active is not None:
         _active.restore()
     _active = WorkflowFake(skip_time=skip_time)
+    client_testing.install(_active)  # the stub's commands drain through it now
     return _active
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import inspect
 
 from durable_workflow.client import WorkflowStub
+from durable_workflow.client_testing import StubTesting
 from durable_workflow.completions import ActivityCompletionHandle
-from durable_workflow.testing.kit import StubTestKit
 
 #: Read what the stub holds since its last refresh: no I/O, no twin.
 NO_IO = {
@@ -56,7 +56,7 @@ def test_every_stub_method_that_does_io_has_a_twin():
     for twin, source in twins.items():
         assert twin == twin_name(source)
         assert inspect.iscoroutinefunction(getattr(WorkflowStub, twin)), twin
-    methods = public_methods(WorkflowStub, exclude=StubTestKit) - set(twins)
+    methods = public_methods(WorkflowStub, exclude=StubTesting) - set(twins)
     assert methods - NO_IO == set(twins.values())
 
 

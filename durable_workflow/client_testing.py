@@ -1,9 +1,14 @@
-"""The test-kit half of ``WorkflowStub``: fake mode, mocks and assertions.
+"""The stub's testing face, and the seam the testing kit's fake mode plugs into.
 
-Mixed into ``WorkflowStub`` so tests can write ``WorkflowStub.fake()``. The
-mixin also wraps the stub's command methods (start, signal, update, cancel,
-...) so that, in fake mode only, the tasks a command made ready run before it
-returns. Outside fake mode the wrappers are a single ``None`` check.
+The client does not build on the testing kit; the kit builds on this module. Fake mode
+(``durable_workflow.testing.fake``) installs an :class:`InlineRunner` while it is active,
+and the stub's command methods, marked with the decorators below, ask that runner to
+run the tasks a command made ready before the command returns. With no runner
+installed each decorator costs one ``None`` check.
+
+``WorkflowStub.fake()``, ``.mock()``, ``.assert_*()`` and the other class methods of
+:class:`StubTesting` are the kit's documented entry points; they load the kit when
+first called, so code that never tests never imports it.
 """
 
 from __future__ import annotations
@@ -11,52 +16,59 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from durable_workflow.testing.fake import WorkflowFake
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Commands after which ready tasks run inline (the methods the others delegate to).
-_DRAIN_AFTER = (
-    "attempt_start",
-    "attempt_signal_with_arguments",
-    "signal_with_start",
-    "submit_update_with_start",
-    "submit_update",
-    "attempt_cancel",
-    "attempt_terminate",
-    "repair",
-)
 
+class InlineRunner(Protocol):
+    """Something that runs ready tasks in the calling process (fake mode)."""
+
+    def after_command(self) -> bool:
+        """Run what the last command made ready; ``True`` when it ran (the stub then
+        reads its run again), ``False`` when it could not run now (an application
+        transaction is still open, or a drain is already running)."""
+        ...
+
+
+_runner: InlineRunner | None = None
 _local = threading.local()  # per thread: an update is waiting for its result
 
 
-def _active() -> WorkflowFake | None:
-    from durable_workflow.testing import fake
+def install(runner: InlineRunner | None) -> None:
+    """Make ``runner`` the one the stub's commands ask (``None``: none)."""
+    global _runner
+    _runner = runner
 
-    return fake.active()
+
+def installed() -> InlineRunner | None:
+    return _runner
 
 
-def _drains_after(method: F) -> F:
+# ------------------------------------------------------------ command decorators
+def drains_after(method: F) -> F:
+    """After the command, the runner runs what it made ready, and the stub reads its run."""
+
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = method(self, *args, **kwargs)
-        current = _active()
-        if current is not None and current.after_command():
+        runner = _runner
+        if runner is not None and runner.after_command():
             self.refresh()
         return result
 
     return wrapper  # type: ignore[return-value]
 
 
-def _update_waits_inline(method: F) -> F:
-    """In fake mode the update is applied inline, so waiting longer cannot help."""
+def update_waits_inline(method: F) -> F:
+    """With a runner the update is applied inline, so waiting longer cannot help."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _active() is None:
+        if _runner is None:
             return method(self, *args, **kwargs)
         if kwargs.get("wait_timeout") is None:
             kwargs["wait_timeout"] = 0.0
@@ -69,51 +81,37 @@ def _update_waits_inline(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _drains_before_inspect(method: F) -> F:
+def drains_before_inspect(method: F) -> F:
+    """An update's caller polling for its result: run what is ready first."""
+
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        current = _active()
-        if current is not None and getattr(_local, "waiting", False):
-            current.after_command()
+        runner = _runner
+        if runner is not None and getattr(_local, "waiting", False):
+            runner.after_command()
         return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
-def _waits_inline(method: F) -> F:
-    """``stub.wait()`` in fake mode: nothing runs in the background, so drain once."""
+def waits_inline(method: F) -> F:
+    """``stub.wait()`` with a runner: nothing runs in the background, so run once."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        current = _active()
-        if current is None:
+        runner = _runner
+        if runner is None:
             return method(self, *args, **kwargs)
-        current.after_command()
+        runner.after_command()
         return self.refresh()
 
     return wrapper  # type: ignore[return-value]
 
 
-_WRAPPERS: dict[str, Callable[[Any], Any]] = {
-    **dict.fromkeys(_DRAIN_AFTER, _drains_after),
-    "attempt_update_with_arguments": _update_waits_inline,
-    "attempt_update_with_start": _update_waits_inline,
-    "inspect_update": _drains_before_inspect,
-    "wait": _waits_inline,
-}
-
-
-class StubTestKit:
+# ------------------------------------------------------------- the stub's face
+class StubTesting:
     """Class-level testing helpers: ``WorkflowStub.fake()``, ``.mock()``, ``.assert_*()``."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, wrap in _WRAPPERS.items():
-            method = getattr(cls, name, None)  # also the methods of StubMessages
-            if method is not None and not hasattr(method, "__wrapped__"):
-                setattr(cls, name, wrap(method))
-
-    # ------------------------------------------------------------ fake mode
     @classmethod
     def fake(cls, *, skip_time: bool = False) -> WorkflowFake:
         """Run ready tasks inline from now on; returns a handle usable with ``with``.
@@ -134,7 +132,7 @@ class StubTestKit:
 
     @classmethod
     def is_fake(cls) -> bool:
-        return _active() is not None
+        return _runner is not None
 
     @classmethod
     def mock(cls, target: type | str, value: Any) -> None:

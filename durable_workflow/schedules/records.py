@@ -12,6 +12,7 @@ from typing import Any
 from durable_workflow.codec import envelope
 from durable_workflow.schedules.audit import timestamp
 from durable_workflow.schedules.specs import ScheduleSpec
+from durable_workflow.store.records import NOT_A_COLUMN
 
 
 @dataclass
@@ -49,7 +50,7 @@ class ScheduleRecord:
     deleted_at: dt.datetime | None
     created_at: dt.datetime
     updated_at: dt.datetime
-    dirty: set[str] = field(default_factory=set, repr=False)
+    dirty: set[str] = field(default_factory=set, repr=False, metadata=NOT_A_COLUMN)
 
     def set(self, **changes: Any) -> None:
         for key, value in changes.items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 from collections.abc import Collection
@@ -21,13 +20,9 @@ from durable_workflow.models.schedules import (
 )
 from durable_workflow.schedules.errors import ScheduleAlreadyExistsError
 from durable_workflow.schedules.records import FireRecord, ScheduleEvent, ScheduleRecord
-from durable_workflow.store import database
+from durable_workflow.store import database, records
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(ScheduleRecord) if f.name not in ("dirty", "id"))
-
-
-def _record(row: WorkflowSchedule) -> ScheduleRecord:
-    return ScheduleRecord(id=row.id, **{name: getattr(row, name) for name in _FIELDS})
+_record = records.reader(ScheduleRecord)
 
 
 def _fire(row: ScheduleFire) -> FireRecord:

@@ -19,33 +19,18 @@ from durable_workflow.models import (
     Timer,
     TimerStatus,
 )
-from durable_workflow.store import sql
+from durable_workflow.store import records, sql
 from durable_workflow.store.records import ActivityRecord, AttemptRecord, TimerRecord
 
-_FIELDS = (
-    "id",
-    "run_id",
-    "sequence",
-    "activity_type",
-    "activity_class",
-    "status",
-    "arguments",
-    "options",
-    "queue",
-    "connection",
-    "attempt_count",
-    "current_attempt_id",
-    "scheduled_at",
-    "last_heartbeat_progress",
-)
+_FIELDS = records.columns(ActivityRecord)
 
 
 _EXECUTIONS = sql.Table(ActivityExecution)
 _ATTEMPTS = sql.Table(ActivityAttempt)
 
 
-def _record(row: ActivityExecution | sql.Built) -> ActivityRecord:
-    return ActivityRecord(**{name: getattr(row, name) for name in _FIELDS})
+_record = records.reader(ActivityRecord)
+_attempt_record = records.reader(AttemptRecord)
 
 
 def build_execution(
@@ -147,15 +132,7 @@ def start_attempt(
 
 def get_attempt(attempt_id: uuid.UUID) -> AttemptRecord | None:
     row = ActivityAttempt.objects.filter(id=attempt_id).first()
-    if row is None:
-        return None
-    return AttemptRecord(
-        id=row.id,
-        execution_id=row.execution_id,
-        attempt_number=row.attempt_number,
-        status=row.status,
-        task_id=row.task_id,
-    )
+    return None if row is None else _attempt_record(row)
 
 
 def mark_started(row: sql.Built, *, now: dt.datetime) -> None:
@@ -288,15 +265,7 @@ def open_executions_of_run(run_id: uuid.UUID) -> list[ActivityRecord]:
 
 
 # ---------------------------------------------------------------- timers
-def _timer_record(row: Timer) -> TimerRecord:
-    return TimerRecord(
-        id=row.id,
-        run_id=row.run_id,
-        sequence=row.sequence,
-        status=row.status,
-        delay_seconds=row.delay_seconds,
-        fire_at=row.fire_at,
-    )
+_timer_record = records.reader(TimerRecord)
 
 
 def create_timer(

@@ -9,7 +9,10 @@ from typing import Any
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import WorkflowCommand, WorkflowFailure
+from durable_workflow.store import records
 from durable_workflow.store.records import CommandRecord
+
+_command_record = records.reader(CommandRecord)
 
 
 def record_command(
@@ -86,17 +89,8 @@ def command_for_request(
     signal_id = (
         WorkflowSignal.objects.filter(command_id=row.id).values_list("id", flat=True).first()
     )
-    record = CommandRecord(
-        id=row.id,
-        instance_id=row.instance_id,
-        run_id=row.run_id,
-        command_type=row.command_type,
-        status=row.status,
-        outcome=row.outcome,
-        rejection_reason=row.rejection_reason,
-    )
     return PriorCommand(
-        command=record,
+        command=_command_record(row),
         reason=row.reason,
         metadata=dict(row.metadata or {}),
         signal_id=signal_id,
@@ -119,15 +113,7 @@ def command_in_group(
     )
     if row is None:
         return None
-    return CommandRecord(
-        id=row.id,
-        instance_id=row.instance_id,
-        run_id=row.run_id,
-        command_type=row.command_type,
-        status=row.status,
-        outcome=row.outcome,
-        rejection_reason=row.rejection_reason,
-    )
+    return _command_record(row)
 
 
 def record_failure(

@@ -1,11 +1,44 @@
-"""Plain records the store hands out (no ORM objects leave the store)."""
+"""Plain records the store hands out (no ORM objects leave the store).
+
+A record's fields are the one list of the columns the store reads for it: the store
+modules select :func:`columns` of the record and build it with :func:`reader`, and
+``tests/unit/test_record_columns.py`` checks every record against its model (a column
+added to a model must be carried by the record or named there as left out).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
+
+#: ``metadata`` of a record field that is the record's own bookkeeping, not a column.
+NOT_A_COLUMN = MappingProxyType({"column": False})
+
+
+def columns(record: type[DataclassInstance]) -> tuple[str, ...]:
+    """The fields of ``record`` that are columns (attribute names, in declaration order)."""
+    return tuple(f.name for f in dataclasses.fields(record) if f.metadata.get("column", True))
+
+
+def reader(record: type[R]) -> Callable[[object], R]:
+    """``record`` built from a row object (an ORM instance or a ``sql.Built``) that has
+    each of its :func:`columns` as an attribute; the names are resolved once, here."""
+    names = columns(record)
+
+    def read(row: object) -> R:
+        return record(**{name: getattr(row, name) for name in names})
+
+    return read
 
 
 @dataclass
@@ -45,13 +78,17 @@ class RunRecord:
     archived_at: dt.datetime | None = None
     #: ``waiting`` / ``held`` on a queue limiting its runs (``executor.workflow_gate``).
     queue_slot: str | None = None
-    dirty: set[str] = field(default_factory=set, repr=False)
+    dirty: set[str] = field(default_factory=set, repr=False, metadata=NOT_A_COLUMN)
     #: Events appended through this record (this transaction), as a read would return them.
-    appended: list[Any] = field(default_factory=list, repr=False, compare=False)
+    appended: list[Any] = field(
+        default_factory=list, repr=False, compare=False, metadata=NOT_A_COLUMN
+    )
     #: Whether child calls, pending timers and activities (besides those this transaction
     #: settles) were open when a statement under this lock looked, for a closing in the
     #: same transaction; ``None`` when nobody looked or this transaction may open more.
-    open_work: tuple[bool, bool, bool] | None = field(default=None, repr=False, compare=False)
+    open_work: tuple[bool, bool, bool] | None = field(
+        default=None, repr=False, compare=False, metadata=NOT_A_COLUMN
+    )
 
     @property
     def history_length(self) -> int:

@@ -16,62 +16,18 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 from durable_workflow.namespaces import instance_key
-from durable_workflow.store import sql
+from durable_workflow.store import records, sql
 from durable_workflow.store.records import InstanceRecord, RunRecord
 
-_RUN_FIELDS = (
-    "id",
-    "namespace",
-    "instance_id",
-    "run_number",
-    "workflow_type",
-    "workflow_class",
-    "status",
-    "closed_reason",
-    "payload_codec",
-    "arguments",
-    "output",
-    "queue",
-    "connection",
-    "next_sequence",
-    "workflow_task_sequence",
-    "history_size_bytes",
-    "started_at",
-    "closed_at",
-    "created_at",
-    "business_key",
-    "workflow_definition_fingerprint",
-    "cancel_requested_at",
-    "parent_run_id",
-    "parent_sequence",
-    "parent_close_policy",
-    "execution_deadline_at",
-    "run_deadline_at",
-    "compatibility",
-    "sticky_worker_id",
-    "sticky_until",
-    "archived_at",
-    "queue_slot",
-)
+_RUN_FIELDS = records.columns(RunRecord)
 
 
 _RUNS = sql.Table(WorkflowRun)
 _INSTANCES = sql.Table(WorkflowInstance)
 
 
-def _run_record(row: WorkflowRun) -> RunRecord:
-    return RunRecord(**{name: getattr(row, name) for name in _RUN_FIELDS})
-
-
-def _instance_record(row: WorkflowInstance) -> InstanceRecord:
-    return InstanceRecord(
-        namespace=row.namespace,
-        instance_id=row.instance_id,
-        workflow_type=row.workflow_type,
-        status=row.status,
-        current_run_id=row.current_run_id,
-        created_at=row.created_at,
-    )
+_run_record = records.reader(RunRecord)
+_instance_record = records.reader(InstanceRecord)
 
 
 def reserve_instance(

@@ -14,39 +14,17 @@ from django.db.models import F, Q
 from durable_workflow.ids import uuid7
 from durable_workflow.models import Task, TaskStatus, TaskType
 from durable_workflow.store import compatibility as compat
-from durable_workflow.store import sql, work_queues
+from durable_workflow.store import records, sql, work_queues
 from durable_workflow.store.records import TaskRecord
 
-_FIELDS = (
-    "id",
-    "run_id",
-    "task_type",
-    "status",
-    "available_at",
-    "queue",
-    "connection",
-    "activity_execution_id",
-    "timer_id",
-    "attempt_count",
-    "lease_id",
-    "lease_generation",
-    "lease_owner",
-    "lease_expires_at",
-    "payload",
-    "compatibility",
-    "sticky_worker_id",
-    "sticky_until",
-    "dispatch_count",
-    "priority",
-)
+_FIELDS = records.columns(TaskRecord)
 
 
 _TASKS = sql.Table(Task)
 
 
-def record_of(row: Task | sql.Built) -> TaskRecord:
-    """The record of a task row (saved or only built)."""
-    return TaskRecord(**{name: getattr(row, name) for name in _FIELDS})
+#: The record of a task row (saved or only built).
+record_of = records.reader(TaskRecord)
 
 
 def _first(where: list[sql.Condition], **options: Any) -> TaskRecord | None:

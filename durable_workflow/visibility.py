@@ -43,6 +43,12 @@ class RunSummary:
     namespace: str = "default"
 
 
+#: The columns a summary is read from: its fields, ``run_id`` being the row's ``id``.
+_SUMMARY_COLUMNS = tuple(
+    "id" if field.name == "run_id" else field.name for field in dataclasses.fields(RunSummary)
+)
+
+
 def list_runs(**filters: Any) -> list[RunSummary]:
     """Runs matching every given filter, newest first (``limit``/``offset`` page them).
 
@@ -57,7 +63,8 @@ def list_runs(**filters: Any) -> list[RunSummary]:
         filters["labels"] = check_labels(filters["labels"])
     if filters.get("archived", False) not in (True, False, None):
         raise InvalidValueError("archived must be True, False or None", field="archived")
-    return [RunSummary(run_id=str(row.pop("id")), **row) for row in filter_runs(**filters)]
+    rows = filter_runs(_SUMMARY_COLUMNS, **filters)
+    return [RunSummary(run_id=str(row.pop("id")), **row) for row in rows]
 
 
 async def alist_runs(**filters: Any) -> list[RunSummary]:

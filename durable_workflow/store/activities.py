@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import (
@@ -204,8 +204,8 @@ def set_deadlines(execution_id: uuid.UUID, **deadlines: dt.datetime | None) -> N
 _OPEN = (ActivityStatus.PENDING, ActivityStatus.RUNNING)
 
 
-def _due(kind: str, now: dt.datetime) -> Any:
-    """Executions whose ``kind`` timeout has expired (a queryset of executions)."""
+def _due(kind: str, now: dt.datetime) -> QuerySet[ActivityExecution]:
+    """Executions whose ``kind`` timeout has expired."""
     rows = ActivityExecution.objects.all()
     if kind == "schedule_to_close":
         return rows.filter(status__in=_OPEN, schedule_to_close_deadline_at__lte=now)

@@ -11,9 +11,12 @@ is (its age is ``CONN_MAX_AGE``'s business, at the points Django checks it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, connections
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 from durable_workflow.logs import get_logger
 
@@ -45,7 +48,7 @@ def close_thread_connections() -> None:
             conn.connection = None
 
 
-def _broken(conn: Any) -> bool:
+def _broken(conn: BaseDatabaseWrapper) -> bool:
     raw = conn.connection
     if getattr(raw, "closed", False) or getattr(raw, "broken", False):
         return True

@@ -17,9 +17,12 @@ of its tables.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 
 def alias() -> str:
@@ -40,7 +43,7 @@ def on_commit(func: Callable[[], Any], *, robust: bool = False) -> None:
     transaction.on_commit(func, using=alias(), robust=robust)
 
 
-def connection() -> Any:
+def connection() -> BaseDatabaseWrapper:
     """This thread's connection to the engine's database."""
     return connections[alias()]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,7 +77,11 @@ def held_active_count(
 
 
 def running_attempts(
-    session_id: str, *, now: dt.datetime, owner: str | None = None, exclude_task_id: Any = None
+    session_id: str,
+    *,
+    now: dt.datetime,
+    owner: str | None = None,
+    exclude_task_id: uuid.UUID | None = None,
 ) -> int:
     """Running in-session attempts whose lease has not lapsed."""
     rows = ActivityAttempt.objects.filter(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
+from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from durable_workflow.models import SearchAttribute, WorkflowRun
@@ -41,7 +44,7 @@ def current_visibility(run_id: uuid.UUID) -> tuple[dict[str, Any], dict[str, Any
     return dict(memo or {}), dict(attributes or {})
 
 
-def _with_labels(rows: Any, labels: dict[str, str]) -> Any:
+def _with_labels(rows: QuerySet[WorkflowRun], labels: dict[str, str]) -> QuerySet[WorkflowRun]:
     """Runs carrying every label with that value; each key is taken whole (one holding
     '__' is not a lookup path)."""
     for number, (key, value) in enumerate(labels.items()):
@@ -53,9 +56,7 @@ def _with_labels(rows: Any, labels: dict[str, str]) -> Any:
 _LOOKUPS = {"exact", "gt", "gte", "lt", "lte", "in", "startswith", "contains"}
 
 
-def _attribute_filter(key: str, lookup: str, value: Any) -> Any:
-    from django.db.models import Q
-
+def _attribute_filter(key: str, lookup: str, value: Any) -> Q:
     if lookup not in _LOOKUPS:
         raise ValueError(f"unsupported search attribute lookup {lookup!r}")
     sample = value[0] if lookup == "in" and value else value
@@ -68,6 +69,8 @@ def _attribute_filter(key: str, lookup: str, value: Any) -> Any:
 
 
 def filter_runs(
+    columns: Sequence[str],
+    /,
     *,
     workflow_type: str | None = None,
     status: str | list[str] | None = None,
@@ -76,16 +79,16 @@ def filter_runs(
     namespace: str | None = None,
     search_attributes: dict[str, Any] | None = None,
     labels: dict[str, str] | None = None,
-    started_after: Any = None,
-    started_before: Any = None,
-    closed_after: Any = None,
-    closed_before: Any = None,
+    started_after: dt.datetime | None = None,
+    started_before: dt.datetime | None = None,
+    closed_after: dt.datetime | None = None,
+    closed_before: dt.datetime | None = None,
     current_only: bool = False,
     archived: bool | None = False,
     limit: int = 100,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """Runs matching every filter, newest first, as plain dicts (one query plus one per
+    """Runs matching every filter, newest first, as dicts of ``columns`` (one query plus one per
     search-attribute filter, each an indexed sub-select). ``archived``: ``False`` (the
     default) leaves archived runs out, ``True`` keeps only them, ``None`` keeps both."""
     rows = WorkflowRun.objects.all()
@@ -117,24 +120,5 @@ def filter_runs(
         rows = rows.filter(id__in=matching)
     rows = _with_labels(rows, labels or {})
     if current_only:
-        from django.db.models import F
-
         rows = rows.filter(instance__current_run_id=F("id"))
-    return list(
-        rows.order_by("-started_at", "-id").values(
-            "id",
-            "namespace",
-            "instance_id",
-            "run_number",
-            "workflow_type",
-            "status",
-            "closed_reason",
-            "business_key",
-            "labels",
-            "memo",
-            "search_attributes",
-            "started_at",
-            "closed_at",
-            "archived_at",
-        )[offset : offset + limit]
-    )
+    return list(rows.order_by("-started_at", "-id").values(*columns)[offset : offset + limit])

@@ -9,7 +9,7 @@ from typing import Any
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models import ChildCall, ChildCallStatus
-from durable_workflow.store import sql
+from durable_workflow.store import records, sql
 
 OPEN = (ChildCallStatus.SCHEDULED, ChildCallStatus.STARTED)
 
@@ -29,20 +29,7 @@ class ChildCallRecord:
     outcome_recorded: bool
 
 
-def _record(row: ChildCall) -> ChildCallRecord:
-    return ChildCallRecord(
-        id=row.id,
-        parent_run_id=row.parent_run_id,
-        sequence=row.sequence,
-        child_instance_id=row.child_instance_id,
-        child_workflow_type=row.child_workflow_type,
-        child_run_id=row.child_run_id,
-        status=row.status,
-        parent_close_policy=row.parent_close_policy,
-        outcome=row.outcome,
-        reported_run_id=row.reported_run_id,
-        outcome_recorded=row.outcome_recorded,
-    )
+_record = records.reader(ChildCallRecord)
 
 
 def create_call(

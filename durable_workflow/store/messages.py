@@ -23,6 +23,7 @@ from durable_workflow.models import (
     WorkflowSignal,
     WorkflowUpdate,
 )
+from durable_workflow.store import records
 
 Event = tuple[str, dict[str, Any]]
 
@@ -42,20 +43,7 @@ class UpdateRecord:
     command_id: uuid.UUID
 
 
-def _update_record(row: WorkflowUpdate) -> UpdateRecord:
-    return UpdateRecord(
-        id=row.id,
-        instance_id=row.instance_id,
-        run_id=row.run_id,
-        update_name=row.update_name,
-        status=row.status,
-        rejection_reason=row.rejection_reason,
-        result=row.result,
-        failure_message=row.failure_message,
-        accepted_at=row.accepted_at,
-        closed_at=row.closed_at,
-        command_id=row.command_id,
-    )
+_update_record = records.reader(UpdateRecord)
 
 
 def create_signal(

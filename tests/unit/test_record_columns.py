@@ -16,14 +16,18 @@ from django.db.models import Model
 from durable_workflow.models import (
     ActivityAttempt,
     ActivityExecution,
+    ChildCall,
     Task,
     Timer,
     WorkflowCommand,
     WorkflowInstance,
     WorkflowRun,
     WorkflowSchedule,
+    WorkflowUpdate,
 )
 from durable_workflow.schedules.records import ScheduleRecord
+from durable_workflow.store.children import ChildCallRecord
+from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import (
     ActivityRecord,
     AttemptRecord,
@@ -107,6 +111,8 @@ RECORDS: list[tuple[type, type[Model], set[str]]] = [
         {"namespace", "source", "reason", "payload", "metadata", "created_at"},
     ),
     (ScheduleRecord, WorkflowSchedule, set()),
+    (ChildCallRecord, ChildCall, {"created_at", "closed_at"}),
+    (UpdateRecord, WorkflowUpdate, {"arguments", "applied_step"}),
 ]
 
 
@@ -133,4 +139,3 @@ def test_bookkeeping_fields_are_not_columns() -> None:
     every = {field.name for field in dataclasses.fields(RunRecord)}
     assert every - set(columns(RunRecord)) == {"dirty", "appended", "open_work"}
     assert "dirty" not in columns(ScheduleRecord)
-

@@ -167,5 +167,24 @@ def long_histories(s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def floor(s: dict[str, Any]) -> dict[str, Any]:
+    """The physical floor (``floor`` scenario): WAL per step at most a DBOS step's."""
+    result, why = _ok(s, "floor")
+    text = "physical floor: no more WAL per step than a DBOS step (local, eager, queued)"
+    if not result:
+        return {"floor_wal_le_dbos": _target(why, text)}
+    wal = {side: v["per_step"]["wal_bytes"] for side, v in result["sides"].items()}
+    return {
+        "floor_wal_le_dbos": _target(
+            all(result["wal_le_dbos"].values()),
+            text,
+            wal_bytes_per_step=wal,
+            ratio_local=_ratio(wal["local"], wal["dbos"]),
+            ratio_eager=_ratio(wal["eager"], wal["dbos"]),
+            ratio_queued=_ratio(wal["queued"], wal["dbos"]),
+        )
+    }
+
+
 def evaluate(s: dict[str, Any]) -> dict[str, Any]:
-    return {**peers(s), **long_histories(s)}
+    return {**peers(s), **long_histories(s), **floor(s)}

@@ -216,8 +216,3 @@ def _release_undeclared(declared: list[str]) -> int:
     if released:
         logger.info("%s tasks waited on queues that have no limit any more", len(released))
     return len(released)
-
-
-def waiting_words(queue: str, reason: str = CAPACITY) -> str:
-    """How describe(), the admin and the doctor say it (``reason`` as stored)."""
-    return queue_limits.waiting_words(queue, queue_limits.REASONS.get(reason))

@@ -42,11 +42,6 @@ class UpdateOutcome:
     metadata: dict[str, Any]
 
 
-def find_update(run: RunRecord, name: str) -> tuple[str, Any] | None:
-    """(durable name, update method) addressed by durable or method name."""
-    return _find(run.workflow_type, name)
-
-
 def _find(workflow_type: str, name: str) -> tuple[str, Any] | None:
     updates: dict[str, Any] = getattr(registry.workflow_class(workflow_type), "_dw_updates", {})
     if name in updates:

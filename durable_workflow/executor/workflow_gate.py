@@ -105,8 +105,3 @@ def wake_all() -> int:
     limited = queue_limits.workflow_limits()
     names = [*limited, *workflow_queues.stranded_queues(limited)]
     return sum(wake(name) for name in names)
-
-
-def waiting_words(queue: str | None) -> str:
-    """How describe(), the admin and the doctor say it."""
-    return f'waiting for a slot on workflow queue "{queue}"'

@@ -20,7 +20,7 @@ from durable_workflow.executor.common import wake_workflow
 from durable_workflow.executor.outcomes import ActivityTaskOutcome as ActivityOutcome
 from durable_workflow.models import ActivityStatus, AttemptStatus, TaskType
 from durable_workflow.store import activities, tasks
-from durable_workflow.store.records import ActivityRecord
+from durable_workflow.store.records import ActivityRecord, RunRecord
 
 logger = logs.get_logger("durable_workflow")
 
@@ -46,7 +46,7 @@ def non_retryable(exc: BaseException, declared: list[str]) -> bool:
 
 def retry_or_fail(
     lease: FailedAttempt,
-    run: Any,
+    run: RunRecord,
     exc: BaseException,
     info: FailureInfo,
     base: dict[str, Any],
@@ -105,7 +105,7 @@ def retry_or_fail(
     ]
 
 
-def _log(run: Any, lease: FailedAttempt, info: FailureInfo, then: str) -> None:
+def _log(run: RunRecord, lease: FailedAttempt, info: FailureInfo, then: str) -> None:
     execution = lease.execution
     with logs.scope(run, activity_id=execution.id, attempt=lease.attempt_number):
         logger.info(
@@ -121,7 +121,7 @@ def _log(run: Any, lease: FailedAttempt, info: FailureInfo, then: str) -> None:
 
 
 def record_final_failure(
-    run: Any,
+    run: RunRecord,
     execution: ActivityRecord,
     *,
     attempt_id: uuid.UUID | None,

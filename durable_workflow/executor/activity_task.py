@@ -12,6 +12,7 @@ answered "stale" and writes nothing.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from django.db import DatabaseError
@@ -47,7 +48,7 @@ from durable_workflow.store import activities, runs, sql, tasks
 logger = get_logger("durable_workflow")
 
 
-def run_activity_task(task_id: Any) -> ActivityOutcome:
+def run_activity_task(task_id: uuid.UUID | str) -> ActivityOutcome:
     """Execute one activity attempt; returns what it came to (``ActivityTaskOutcome``,
     in ``outcomes.py``, says what each value means)."""
     with logs.scope():  # the run is bound once read (``_claim``)
@@ -121,7 +122,7 @@ def _run_claimed_together(leases: list[Lease]) -> list[ActivityOutcome]:
 
 
 @retry_transaction
-def _claim(task_id: Any) -> Lease | None:
+def _claim(task_id: uuid.UUID | str) -> Lease | None:
     now = clock.now()
     settings = get_settings()
     with sql.atomic(WorkflowRun):

@@ -19,7 +19,7 @@ from durable_workflow.executor import eager, speculation
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.timeouts import attempt_deadlines
 from durable_workflow.store import activities
-from durable_workflow.store.records import ActivityRecord, TaskRecord
+from durable_workflow.store.records import ActivityRecord, RunRecord, TaskRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Lease:
 
 
 def start_eagerly(
-    run: Any, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime, sole: bool
+    run: RunRecord, task: TaskRecord, execution: ActivityRecord, *, now: dt.datetime, sole: bool
 ) -> tuple[str, dict[str, Any]]:
     """Start an activity the current workflow task has just scheduled, leased to this
     process, to run once that transaction commits; returns its ``ActivityStarted`` event.
@@ -58,7 +58,7 @@ def start_eagerly(
 
 
 def begin(
-    run: Any,
+    run: RunRecord,
     claimed: TaskRecord,
     execution: ActivityRecord,
     *,

@@ -7,6 +7,7 @@ import datetime as dt
 import functools
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
@@ -84,7 +85,7 @@ def wake_workflow(
     eager: bool = False,
     ready: bool | None = None,
     payload: dict[str, Any] | None = None,
-) -> Any:
+) -> uuid.UUID | None:
     """Make sure exactly one ready workflow task exists for the run.
 
     With ``eager`` a newly created task is not published: its id is returned so
@@ -93,7 +94,6 @@ def wake_workflow(
     caller has just looked whether a ready workflow task exists. ``payload``: that of
     a newly created task.
     """
-
     created = None
     if ready is None:
         ready = tasks.ready_workflow_task(run.id) is not None
@@ -130,7 +130,7 @@ def workflow_task_row(
     )
 
 
-def wake_for_news(run_id: Any, *, now: dt.datetime) -> None:
+def wake_for_news(run_id: uuid.UUID, *, now: dt.datetime) -> None:
     """Make the run's next workflow task pick up news (child outcomes, messages).
 
     Never locks the run: flags its ready workflow task, or creates one.
@@ -215,7 +215,9 @@ def engine_limits() -> dict[str, int]:
     return limits
 
 
-def check_limit(kind: str, value: int, *, run_id: Any = "", count: bool = False) -> None:
+def check_limit(
+    kind: str, value: int, *, run_id: uuid.UUID | str = "", count: bool = False
+) -> None:
     """Raise ``StructuralLimitExceeded`` when ``value`` passes the configured ``kind`` limit;
     a ``count`` limit warns from its threshold on."""
     settings = get_settings()

@@ -4,6 +4,7 @@ starts in the same transaction, with what the old one carries over."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Any
 
 from durable_workflow.engine.events import EventType
@@ -104,7 +105,7 @@ def continue_as_new(
     return events
 
 
-def _instance_of(run_id: Any) -> str | None:
+def _instance_of(run_id: uuid.UUID | None) -> str | None:
     if run_id is None:
         return None
     found = runs.get_run(run_id)

@@ -30,6 +30,7 @@ app's ``ready()`` imports both, so eager execution depends on nothing above it.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,7 @@ def _handler(kind: str) -> Callable[..., Any]:
         ) from None
 
 
-def continue_here(run: RunRecord, *, now: Any) -> bool:
+def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     """Run the workflow task ``run`` needs inside the current transaction, if it may."""
     return bool(_handler(CONTINUE)(run, now=now))
 

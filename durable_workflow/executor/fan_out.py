@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 from typing import Any
 
 from durable_workflow.conf import get_settings
@@ -22,7 +23,7 @@ from durable_workflow.executor.attempts import begin
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.models import ActivityStatus, WorkflowRun
 from durable_workflow.store import activities, sql, tasks
-from durable_workflow.store.records import ActivityRecord
+from durable_workflow.store.records import ActivityRecord, RunRecord
 
 #: Members that each ran for less than this are followed by several siblings at once.
 QUICK_SECONDS = 0.010
@@ -36,7 +37,7 @@ def wanted(quick: bool) -> int:
 
 
 def take(
-    run: Any, done: ActivityRecord, *, now: dt.datetime, found: list[Any], count: int
+    run: RunRecord, done: ActivityRecord, *, now: dt.datetime, found: list[Any], count: int
 ) -> list[tuple[str, dict[str, Any]]]:
     """A fan-out member finished here: lease up to ``count`` waiting siblings to this
     process, to run once this transaction commits (their messages then find them
@@ -82,7 +83,7 @@ def take(
 
 
 def statements(
-    run_id: Any, done: ActivityRecord, *, now: dt.datetime, count: int
+    run_id: uuid.UUID, done: ActivityRecord, *, now: dt.datetime, count: int
 ) -> list[sql.Statement]:
     """The reads :func:`take` needs, to send with the settle's run lock (``found``)."""
     ready, execution_ids = tasks.next_ready_activities(

@@ -24,6 +24,7 @@ from durable_workflow.models import (
     CommandType,
     SignalStatus,
 )
+from durable_workflow.options import StartOptions
 from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name
@@ -102,7 +103,7 @@ def repeated_request(
     return commands.command_for_request(instance_id, command_type, request_id, namespace=namespace)
 
 
-def limit_rejection(kind: str, value: int, *, run_id: Any = "") -> Rejection | None:
+def limit_rejection(kind: str, value: int, *, run_id: uuid.UUID | str = "") -> Rejection | None:
     """Refuse one more of ``value`` pending ``kind`` items at the limit; warn near it."""
     settings = get_settings()
     configured = settings.limit(kind)
@@ -194,7 +195,7 @@ def send_signal(
         )
 
 
-def linked_start(instance_id: str, prior: commands.PriorCommand) -> Any:
+def linked_start(instance_id: str, prior: commands.PriorCommand) -> StartOutcome | None:
     """The start command recorded with ``prior`` by one signal- or update-with-start
     (``None`` when ``prior`` was not part of one, or nothing was started)."""
     group_id = prior.payload.get("intake_group_id")
@@ -302,7 +303,7 @@ def _record_signal(
 
 @dataclasses.dataclass(frozen=True)
 class SignalWithStartOutcome:
-    start: Any  # StartOutcome | None
+    start: StartOutcome | None
     signal: SignalOutcome
 
 
@@ -315,7 +316,7 @@ def signal_with_start(
     signal_name: str,
     signal_arguments: Any,
     start_arguments: list[Any],
-    options: Any,
+    options: StartOptions,
     queue: str | None,
     connection: str | None,
     source: str = "client",

@@ -12,6 +12,7 @@ signal say why, and ``repair`` (after a deploy) gives it a new workflow task.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Any
 
 from durable_workflow import logs
@@ -49,7 +50,9 @@ REASONS: tuple[tuple[type[BaseException], str], ...] = (
 REPEATED = "repeated_attempts"
 
 
-def park_on_error(run: RunRecord, task_id: Any, exc: BaseException, *, now: dt.datetime) -> None:
+def park_on_error(
+    run: RunRecord, task_id: uuid.UUID, exc: BaseException, *, now: dt.datetime
+) -> None:
     """Park the run on its task, failed by ``exc`` (a ``BodyFailed`` is its body's error)."""
     cause = exc.error if isinstance(exc, BodyFailed) else exc
     reason = next((name for kind, name in REASONS if isinstance(exc, kind)), "task_error")
@@ -58,7 +61,7 @@ def park_on_error(run: RunRecord, task_id: Any, exc: BaseException, *, now: dt.d
 
 def park(
     run: RunRecord,
-    task_id: Any,
+    task_id: uuid.UUID,
     info: FailureInfo,
     reason: str,
     *,

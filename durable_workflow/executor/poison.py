@@ -69,7 +69,7 @@ COUNT_FIRST = {"count_first": True}
 class Attempt:
     """One attempt at a workflow task, as this process runs it."""
 
-    task_id: Any
+    task_id: uuid.UUID | str
     #: The message was redelivered by the broker (an earlier delivery may have died).
     redelivered: bool = False
     #: This attempt is counted already (in advance, or by its committed claim).

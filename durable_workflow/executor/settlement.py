@@ -32,7 +32,7 @@ from durable_workflow.models import (
     WorkflowRun,
 )
 from durable_workflow.store import activities, runs, sql, tasks
-from durable_workflow.store.records import ActivityRecord
+from durable_workflow.store.records import ActivityRecord, RunRecord
 
 logger = get_logger("durable_workflow")
 
@@ -187,7 +187,7 @@ def _base(lease: Lease) -> dict[str, Any]:
     return attempt_fields(lease.execution, lease.attempt_id, lease.attempt_number)
 
 
-def _eager_ok(run: Any, execution: ActivityRecord) -> bool:
+def _eager_ok(run: RunRecord, execution: ActivityRecord) -> bool:
     """Run the woken workflow task here only for a sequential step (the caller checks that
     no sibling activity is open: a fan-out is better served by one coalesced task) with
     the same routing."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 from typing import Any
 
 from durable_workflow.engine.commands import FailureInfo
@@ -81,7 +82,7 @@ def time_out_run(run: RunRecord, kind: str, deadline: dt.datetime, *, now: dt.da
 
 
 @retry_transaction
-def enforce_run_deadline(run_id: Any, *, now: dt.datetime) -> bool:
+def enforce_run_deadline(run_id: uuid.UUID, *, now: dt.datetime) -> bool:
     with database.atomic():
         run = runs.lock_run(run_id)
         if run is None or run.status in TERMINAL_RUN_STATUSES:
@@ -121,7 +122,7 @@ def attempt_deadlines(options: dict[str, Any], now: dt.datetime) -> dict[str, dt
 
 
 @retry_transaction
-def enforce_activity_timeout(execution_id: Any, kind: str, *, now: dt.datetime) -> bool:
+def enforce_activity_timeout(execution_id: uuid.UUID, kind: str, *, now: dt.datetime) -> bool:
     """Time out one activity execution if ``kind`` has really expired (re-checked here)."""
     with database.atomic():
         execution = activities.get_execution(execution_id)

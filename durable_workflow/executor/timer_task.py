@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from durable_workflow import clock, logs
 from durable_workflow.engine.durations import whole_or_fraction
@@ -15,14 +15,14 @@ from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStat
 from durable_workflow.store import activities, database, runs, tasks
 
 
-def run_timer_task(task_id: Any) -> Outcome:
+def run_timer_task(task_id: uuid.UUID | str) -> Outcome:
     """Fire one timer; returns what that came to (``TimerTaskOutcome``)."""
     with logs.scope():
         return _fire(task_id)
 
 
 @retry_transaction
-def _fire(task_id: Any) -> Outcome:
+def _fire(task_id: uuid.UUID | str) -> Outcome:
     now = clock.now()
     with database.atomic():
         task = tasks.get(task_id)

@@ -23,10 +23,11 @@ from durable_workflow.executor.intake import (
     resolve_target,
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
-from durable_workflow.executor.start import start_workflow
+from durable_workflow.executor.start import StartOutcome, start_workflow
 from durable_workflow.headers import check_headers, with_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
+from durable_workflow.options import StartOptions
 from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import RunRecord
@@ -255,7 +256,7 @@ def _message(rejection: Rejection | None) -> str:
 @dataclasses.dataclass(frozen=True)
 class UpdateWithStartOutcome:
     #: The start command (``None`` when the update was refused before any start).
-    start: Any
+    start: StartOutcome | None
     #: The update command (``None`` when the start itself was refused).
     update: UpdateOutcome | None
 
@@ -269,7 +270,7 @@ def update_with_start(
     update_name: str,
     update_arguments: Any,
     start_arguments: list[Any],
-    options: Any,
+    options: StartOptions,
     queue: str | None,
     connection: str | None,
     source: str = "client",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
+import uuid
 from typing import Any
 
 from django.db import DatabaseError
@@ -95,7 +96,7 @@ class _Pending:
     lease: LocalLease
 
 
-def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> Outcome:
+def run_workflow_task(task_id: uuid.UUID | str, *, redelivered: bool = False) -> Outcome:
     """Execute one workflow task; returns what it came to (``WorkflowTaskOutcome``, in
     ``outcomes.py``, says what each value means).
 
@@ -106,7 +107,7 @@ def run_workflow_task(task_id: Any, *, redelivered: bool = False) -> Outcome:
     return outcome
 
 
-def run_once(task_id: Any, *, redelivered: bool = False) -> Outcome:
+def run_once(task_id: uuid.UUID | str, *, redelivered: bool = False) -> Outcome:
     """One workflow task, without the follow-ups it hands to this process.
 
     An error (other than a database connection error) is counted on the task, which is
@@ -154,7 +155,7 @@ def finish_pending(outcome: Outcome | _Pending) -> Outcome:
     return outcome
 
 
-def _start(task_id: Any, attempt: poison.Attempt | None = None) -> Outcome | _Pending:
+def _start(task_id: uuid.UUID | str, attempt: poison.Attempt | None = None) -> Outcome | _Pending:
     attempt = attempt or poison.Attempt(task_id)
     outcome = _start_checked(attempt)
     # An earlier attempt may have died: count this one first. Counted, it needs no mark

@@ -79,21 +79,32 @@ class WorkflowRun(models.Model):
     workflow_task_sequence = models.PositiveIntegerField(default=0)
     history_size_bytes = models.PositiveBigIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    #: The lineage keys below are mostly empty: indexed only where set (Meta).
     parent_run = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="child_runs",
+        db_index=False,
     )
     parent_sequence = models.PositiveIntegerField(null=True, blank=True)
     parent_close_policy = models.CharField(max_length=32, null=True, blank=True)
     continued_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continued_as"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="continued_as",
+        db_index=False,
     )
     #: Rewind lineage: the run this one was reset (or forked) from, the run a reset
     #: of this one started, and the point (``engine.rewind.Plan.describe``).
     reset_from_run = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     reset_to_run = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     reset_point = models.JSONField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -136,7 +147,33 @@ class WorkflowRun(models.Model):
         indexes = [
             models.Index(fields=["status", "workflow_type"], name="dw_run_status_type"),
             models.Index(fields=["created_at"], name="dw_run_created"),
-            models.Index(fields=["business_key"], name="dw_run_business_key"),
+            # A run update that is not HOT (its status changed) adds an entry to every
+            # index: the mostly empty columns are indexed only where set.
+            models.Index(
+                fields=["business_key"],
+                name="dw_run_business_key",
+                condition=models.Q(business_key__isnull=False),
+            ),
+            models.Index(
+                fields=["parent_run"],
+                name="dw_run_parent",
+                condition=models.Q(parent_run__isnull=False),
+            ),
+            models.Index(
+                fields=["continued_from"],
+                name="dw_run_continued_from",
+                condition=models.Q(continued_from__isnull=False),
+            ),
+            models.Index(
+                fields=["reset_from_run"],
+                name="dw_run_reset_from",
+                condition=models.Q(reset_from_run__isnull=False),
+            ),
+            models.Index(
+                fields=["reset_to_run"],
+                name="dw_run_reset_to",
+                condition=models.Q(reset_to_run__isnull=False),
+            ),
             models.Index(fields=["workflow_type", "started_at"], name="dw_run_type_started"),
             models.Index(fields=["archived_at"], name="dw_run_archived"),
             models.Index(fields=["queue", "queue_slot"], name="dw_run_queue_slot"),

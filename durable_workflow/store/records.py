@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import operator
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,9 +35,20 @@ def reader(record: type[R]) -> Callable[[object], R]:
     """``record`` built from a row object (an ORM instance or a ``sql.Built``) that has
     each of its :func:`columns` as an attribute; the names are resolved once, here."""
     names = columns(record)
+    leading = tuple(f.name for f in dataclasses.fields(record) if f.init)[: len(names)]
+    if leading != names:  # the values go in by position
+        raise TypeError(f"{record.__name__}: fields that are no column must come last")
+    build: Callable[..., R] = record  # takes the columns first, in order (checked above)
+    values = operator.attrgetter(*names)
+    if len(names) == 1:  # an attrgetter of one name answers the value, not a tuple
 
-    def read(row: object) -> R:
-        return record(**{name: getattr(row, name) for name in names})
+        def read(row: object) -> R:
+            return build(values(row))
+
+    else:
+
+        def read(row: object) -> R:
+            return build(*values(row))
 
     return read
 

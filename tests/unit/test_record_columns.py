@@ -9,6 +9,9 @@ a record field that is no column of its model fails too.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.db.models import Model
@@ -29,6 +32,7 @@ from durable_workflow.schedules.records import ScheduleRecord
 from durable_workflow.store.children import ChildCallRecord
 from durable_workflow.store.messages import UpdateRecord
 from durable_workflow.store.records import (
+    NOT_A_COLUMN,
     ActivityRecord,
     AttemptRecord,
     CommandRecord,
@@ -37,6 +41,7 @@ from durable_workflow.store.records import (
     TaskRecord,
     TimerRecord,
     columns,
+    reader,
 )
 
 #: Record, its model, and the model's columns (attribute names) the record leaves out.
@@ -139,3 +144,40 @@ def test_bookkeeping_fields_are_not_columns() -> None:
     every = {field.name for field in dataclasses.fields(RunRecord)}
     assert every - set(columns(RunRecord)) == {"dirty", "appended", "open_work"}
     assert "dirty" not in columns(ScheduleRecord)
+
+
+def test_reader_builds_the_record_from_a_row_object() -> None:
+    now = dt.datetime.now(dt.UTC)
+    values = {
+        "id": uuid.uuid4(),
+        "run_id": uuid.uuid4(),
+        "sequence": 3,
+        "status": "pending",
+        "delay_seconds": 1.5,
+        "fire_at": now,
+    }
+    row = SimpleNamespace(**values, created_at=now, timer_kind="")
+    assert reader(TimerRecord)(row) == TimerRecord(**values)
+
+
+def test_reader_keeps_bookkeeping_defaults() -> None:
+    row = SimpleNamespace(**{name: None for name in columns(RunRecord)})
+    record = reader(RunRecord)(row)
+    assert record.dirty == set() and record.appended == [] and record.open_work is None
+
+
+@dataclasses.dataclass
+class _Misordered:
+    dirty: set[str] = dataclasses.field(default_factory=set, metadata=NOT_A_COLUMN)
+    id: int = 0
+
+
+@dataclasses.dataclass
+class _Single:
+    id: int
+
+
+def test_reader_edges() -> None:
+    with pytest.raises(TypeError, match="must come last"):
+        reader(_Misordered)
+    assert reader(_Single)(SimpleNamespace(id=7)) == _Single(7)

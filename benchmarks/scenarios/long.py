@@ -26,11 +26,12 @@ measured on its own:
 
 from __future__ import annotations
 
+import tempfile
 import time
 from typing import Any
 
 from benchmarks import stats
-from benchmarks.measure import measured, rss_mb
+from benchmarks.measure import measured, question_plans, rss_mb
 from benchmarks.scenarios.common import Context, row, unique
 from benchmarks.scenarios.dbwork import _Unsent
 
@@ -68,18 +69,19 @@ def _check(outcome: Any, what: str) -> None:
 
 
 def analyze() -> None:
-    """``ANALYZE`` the database, as autovacuum would as tables grow (the benchmark's
-    server may run without it: without statistics the planner's choices differ)."""
+    """``VACUUM ANALYZE`` the database, as autovacuum would as tables grow: the
+    benchmark's server may run without it (this machine's does), and then the
+    planner has no statistics and every update leaves a dead row to read past."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        cursor.execute("VACUUM ANALYZE")
 
 
 def build(run_id: Any, events: int, deadline: float) -> list[dict[str, Any]]:
-    """Eager chains of ``CHAIN`` steps until the run has ``events`` events (with an
-    ``ANALYZE`` every ``ANALYZE_EVERY`` events); then one workflow task without eager
-    execution, so the run waits on a ready activity task."""
+    """Eager chains of ``CHAIN`` steps until the run has ``events`` events (with a
+    ``VACUUM ANALYZE`` every ``ANALYZE_EVERY`` events); then one workflow task without
+    eager execution, so the run waits on a ready activity task."""
     from durable_workflow import executor
 
     curve: list[dict[str, Any]] = []
@@ -212,6 +214,7 @@ def _history_measures(
     from durable_workflow.executor import sticky
     from durable_workflow.models import WorkflowRun
 
+    plans = question_plans(run.id)
     rss_warm = rss_mb()
     reps = max(3, ctx.repeat)
     warm = [step(run.id, cold=False) for _ in range(reps)]
@@ -252,6 +255,7 @@ def _history_measures(
         "query": query(instance_id),
         "pure_replay": pure_replay(run.id, reps),
         "rss_mb_with_run_cached_vs_cleared": [round(rss_warm, 1), round(rss_cleared, 1)],
+        "question_plans": plans,
     }
 
 
@@ -315,10 +319,15 @@ def run(ctx: Context) -> dict[str, Any]:
         with _settings(EAGER_WORKFLOW_TASKS=False, EAGER_ACTIVITIES=False):
             small = payload_run(ctx, SMALL, payload_steps)
             big = payload_run(ctx, BIG, payload_steps)
+            with tempfile.TemporaryDirectory(prefix="dw-bench-payloads-") as root:
+                storage = {"root": root}
+                with _settings(PAYLOAD_STORAGE="filesystem", PAYLOAD_STORAGE_OPTIONS=storage):
+                    offloaded = payload_run(ctx, BIG, payload_steps)
         ctx.log(
             f"payload steps: {small['step_wall_ms']} ms ({SMALL} chars) vs "
             f"{big['step_wall_ms']} ms ({BIG} chars); RSS growth {small['rss_growth_mb']} / "
-            f"{big['rss_growth_mb']} MB over {payload_steps} steps"
+            f"{big['rss_growth_mb']} MB over {payload_steps} steps; offloaded to files: "
+            f"{offloaded['step_wall_ms']} ms, RSS growth {offloaded['rss_growth_mb']} MB"
         )
     finally:
         dispatch.set_backend(previous)
@@ -329,7 +338,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "long": long,
         "small_payload": small,
         "big_payload": big,
-        "rows": _rows(short, long, small, big),
+        "big_payload_offloaded": offloaded,
+        "rows": _rows(short, long, small, big) + _offload_rows(big, offloaded),
     }
 
 
@@ -397,4 +407,26 @@ def _rows(short: dict[str, Any], long: dict[str, Any], small: Any, big: Any) -> 
             None,
             "MB",
         ),
+    ]
+
+
+def _offload_rows(big: dict[str, Any], offloaded: dict[str, Any]) -> list[Any]:
+    """The big payloads inline against the same ones in the filesystem payload storage."""
+    return [
+        row(
+            f"payload step wall, {key}: offloaded vs inline",
+            offloaded[key] if key == "step_wall_ms" else offloaded[key]["wall_ms"],
+            big[key] if key == "step_wall_ms" else big[key]["wall_ms"],
+            None,
+            "ms",
+        )
+        for key in ("step_wall_ms", "cold_workflow_task")
+    ] + [
+        row(
+            "RSS growth, offloaded vs inline",
+            offloaded["rss_growth_mb"],
+            big["rss_growth_mb"],
+            None,
+            "MB",
+        )
     ]

@@ -109,6 +109,7 @@ class ActivityBatch:
         limited = {task.queue for task in self.tasks if task.queue_wait is not None}
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
+                assert task.activity_execution_id is not None  # built with its execution
                 eager.keep(task, records[task.activity_execution_id], sole=len(self.tasks) == 1)
             elif task.queue not in limited:
                 dispatch.enqueue(task)

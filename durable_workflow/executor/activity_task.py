@@ -11,6 +11,7 @@ answered "stale" and writes nothing.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from typing import Any
@@ -179,7 +180,7 @@ def _invoke(lease: Lease) -> tuple[bool, Any]:
         lease.execution,
         attempt=attempt_of(lease),
         payload_codec=lease.payload_codec,
-        heartbeat=lambda details=None: heartbeat(lease, details),
+        heartbeat=functools.partial(heartbeat, lease),
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import threading
 import time
@@ -198,7 +199,7 @@ async def _run(flight: Flight) -> tuple[bool, Any]:
                 attempt=attempt_of(lease),
                 payload_codec=lease.payload_codec,
                 heartbeat=_no_sync_heartbeat,
-                aheartbeat=lambda details=None: _heartbeat(flight, details),
+                aheartbeat=functools.partial(_heartbeat, flight),
             )
         )
         with logs.attempt_scope(lease), running(context):
@@ -255,7 +256,7 @@ def _no_sync_heartbeat(details: Any = None) -> bool:
     raise TypeError("an async activity heartbeats with `await self.aheartbeat(...)`")
 
 
-async def _heartbeat(flight: Flight, details: Any) -> bool:
+async def _heartbeat(flight: Flight, details: Any = None) -> bool:
     try:
         recorded = await loop.db(heartbeat, flight.lease, details)
     except ActivityCancelled:

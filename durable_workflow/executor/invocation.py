@@ -87,7 +87,7 @@ def invoke_activity(
     *,
     attempt: Attempt,
     payload_codec: str,
-    heartbeat: Any,
+    heartbeat: Callable[[Any], bool],
 ) -> tuple[bool, Any]:
     """Run the user's ``handle()``; returns (True, result envelope) or (False, exception).
 
@@ -110,7 +110,7 @@ def _invoke_handle(
     *,
     attempt: Attempt,
     payload_codec: str,
-    heartbeat: Any,
+    heartbeat: Callable[[Any], bool],
 ) -> tuple[bool, Any]:
     try:
         call, context = prepare_call(
@@ -146,8 +146,8 @@ def prepare_call(
     *,
     attempt: Attempt,
     payload_codec: str,
-    heartbeat: Any,
-    aheartbeat: Any = None,
+    heartbeat: Callable[[Any], bool],
+    aheartbeat: Callable[[Any], Awaitable[bool]] | None = None,
 ) -> tuple[Callable[[], Any], ActivityContext]:
     """The user's ``handle()`` (or its mock) bound to its decoded arguments, and the
     context it runs in."""

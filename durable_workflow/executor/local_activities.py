@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import threading
 import uuid
 from typing import Any
@@ -162,7 +163,7 @@ def run_attempt(lease: LocalLease) -> tuple[bool, Any]:
             local=True,
         ),
         payload_codec=lease.payload_codec,
-        heartbeat=lambda details=None: heartbeat(lease, details),
+        heartbeat=functools.partial(heartbeat, lease),
     )
 
 

@@ -19,8 +19,9 @@ from django.db import DatabaseError
 from durable_workflow import clock, interceptors, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.commands import FailWorkflow
-from durable_workflow.engine.events import EventType
+from durable_workflow.engine.events import EventType, HistoryEvent
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
+from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
     NonDeterminismError,
@@ -58,7 +59,7 @@ from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.outcomes import WorkflowTaskOutcome as Outcome
-from durable_workflow.executor.persist import close, persist
+from durable_workflow.executor.persist import Event, close, persist
 from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
 from durable_workflow.headers import stored
@@ -424,7 +425,7 @@ def _keep_tail(run: RunRecord, runtime: WorkflowRuntime) -> None:
     runtime.unfed = [e for e in run.appended if e.sequence > runtime.last_sequence]
 
 
-def _known_tail(run: RunRecord, runtime: WorkflowRuntime) -> list[Any] | None:
+def _known_tail(run: RunRecord, runtime: WorkflowRuntime) -> list[HistoryEvent] | None:
     """The events the runtime has not seen, when this process wrote every one of them.
 
     Those are the ones its last transaction recorded after feeding it, and the ones
@@ -432,7 +433,7 @@ def _known_tail(run: RunRecord, runtime: WorkflowRuntime) -> list[Any] | None:
     to the run's last sequence (read under the run lock, so nobody else wrote in
     between); otherwise ``None``: read them.
     """
-    known: dict[int, Any] = {e.sequence: e for e in runtime.unfed + run.appended}
+    known: dict[int, HistoryEvent] = {e.sequence: e for e in runtime.unfed + run.appended}
     wanted = range(runtime.last_sequence + 1, run.next_sequence)
     if any(sequence not in known for sequence in wanted):
         return None
@@ -445,7 +446,7 @@ def _advance(
     *,
     now: dt.datetime,
     closing: FailWorkflow | None = None,
-) -> Any:
+) -> LocalRequest | None:
     """Feed the runtime what it has not seen, persist its commands; the local request if any.
 
     Raises ``StructuralLimitExceeded`` when the commands go past a limit; the caller
@@ -496,8 +497,8 @@ def _advance(
 
 
 def _feed_and_persist(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any], *, now: dt.datetime
-) -> list[Any]:
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent], *, now: dt.datetime
+) -> list[Event]:
     """Feed the runtime, persist what it asked for; the events still to append.
 
     When the body waits for an outcome those commands record at once (a child's
@@ -505,7 +506,7 @@ def _feed_and_persist(
     goes on in this same task.
     """
     observe.replayed(run.workflow_type, len(tail))
-    events: list[Any] = []
+    events: list[Event] = []
 
     def feed(_: interceptors.ExecuteWorkflowTaskInput) -> None:
         events.extend(_feed_and_persist_once(run, runtime, tail, now=now))
@@ -515,7 +516,7 @@ def _feed_and_persist(
 
 
 def _task_input(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any]
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent]
 ) -> interceptors.ExecuteWorkflowTaskInput:
     boundary = runtime.replayed_through = run.workflow_task_sequence
     headers = runtime.start_headers
@@ -535,8 +536,8 @@ def _task_input(
 
 
 def _feed_and_persist_once(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[Any], *, now: dt.datetime
-) -> list[Any]:
+    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent], *, now: dt.datetime
+) -> list[Event]:
     runtime.feed(tail)
     while True:
         commands = runtime.take_commands()

@@ -2,11 +2,33 @@
 # leads with the same column already serves lose their own index, and the nullable ones
 # are indexed only where set. Every index is one more entry for each row written.
 
+from typing import Any
+
 import django.db.models.deletion
 from django.db import migrations, models
 
 
+class AddIndexWithoutBlocking(migrations.AddIndex):
+    """``AddIndex``, built concurrently on PostgreSQL so writers are not blocked while a
+    large table is indexed (the state change is the same)."""
+
+    def database_forwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(editor.connection.alias, model):
+            concurrently = editor.connection.vendor == "postgresql"
+            editor.add_index(model, self.index, **({"concurrently": True} if concurrently else {}))
+
+    def database_backwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(editor.connection.alias, model):
+            concurrently = editor.connection.vendor == "postgresql"
+            editor.remove_index(
+                model, self.index, **({"concurrently": True} if concurrently else {})
+            )
+
+
 class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY runs outside a transaction
     dependencies = [
         ("durable_workflow", "0019_namespaces"),
     ]
@@ -81,7 +103,7 @@ class Migration(migrations.Migration):
                 to="durable_workflow.timer",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="activityexecution",
             index=models.Index(
                 condition=models.Q(("worker_session_id__isnull", False)),
@@ -89,13 +111,13 @@ class Migration(migrations.Migration):
                 name="dw_activity_session",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="task",
             index=models.Index(
                 condition=models.Q(("timer__isnull", False)), fields=["timer"], name="dw_task_timer"
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="task",
             index=models.Index(
                 condition=models.Q(("activity_execution__isnull", False)),

@@ -2,11 +2,33 @@
 # changed) adds an entry to every index of the run table; the mostly empty lineage keys
 # and the business key are indexed only where set (an equality lookup implies NOT NULL).
 
+from typing import Any
+
 import django.db.models.deletion
 from django.db import migrations, models
 
 
+class AddIndexWithoutBlocking(migrations.AddIndex):
+    """``AddIndex``, built concurrently on PostgreSQL so writers are not blocked while a
+    large table is indexed (the state change is the same)."""
+
+    def database_forwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(editor.connection.alias, model):
+            concurrently = editor.connection.vendor == "postgresql"
+            editor.add_index(model, self.index, **({"concurrently": True} if concurrently else {}))
+
+    def database_backwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(editor.connection.alias, model):
+            concurrently = editor.connection.vendor == "postgresql"
+            editor.remove_index(
+                model, self.index, **({"concurrently": True} if concurrently else {})
+            )
+
+
 class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY runs outside a transaction
     dependencies = [
         ("durable_workflow", "0021_history_run_event_type"),
     ]
@@ -64,7 +86,7 @@ class Migration(migrations.Migration):
                 to="durable_workflow.workflowrun",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="workflowrun",
             index=models.Index(
                 condition=models.Q(("business_key__isnull", False)),
@@ -72,7 +94,7 @@ class Migration(migrations.Migration):
                 name="dw_run_business_key",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="workflowrun",
             index=models.Index(
                 condition=models.Q(("parent_run__isnull", False)),
@@ -80,7 +102,7 @@ class Migration(migrations.Migration):
                 name="dw_run_parent",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="workflowrun",
             index=models.Index(
                 condition=models.Q(("continued_from__isnull", False)),
@@ -88,7 +110,7 @@ class Migration(migrations.Migration):
                 name="dw_run_continued_from",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="workflowrun",
             index=models.Index(
                 condition=models.Q(("reset_from_run__isnull", False)),
@@ -96,7 +118,7 @@ class Migration(migrations.Migration):
                 name="dw_run_reset_from",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutBlocking(
             model_name="workflowrun",
             index=models.Index(
                 condition=models.Q(("reset_to_run__isnull", False)),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 from typing import Any
 
 from durable_workflow import clock
@@ -68,7 +69,7 @@ class SessionWorker:
         return [item for item in requirements if item not in self.capabilities]
 
 
-def _ok(outcome: str, row: dict[str, Any], *, task_id: Any = None) -> dict[str, Any]:
+def _ok(outcome: str, row: dict[str, Any], *, task_id: uuid.UUID | None = None) -> dict[str, Any]:
     return {
         "admitted": True,
         "outcome": outcome,
@@ -207,7 +208,7 @@ def admit(
     worker: SessionWorker | None,
     *,
     now: dt.datetime,
-    activity_task_id: Any = None,
+    activity_task_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
     """Admit ``worker`` to the session (creating or reacquiring it); call in a transaction.
 

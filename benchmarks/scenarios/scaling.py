@@ -12,6 +12,11 @@ settings set to the worker's name).
 Then two worker groups that share nothing but PostgreSQL and Redis (separate
 processes with their own Celery node names, ``groupa*`` and ``groupb*``) run
 one round together, and the activity attempts say which group ran each one.
+
+Last, the hot row: a fan-out of ``FANOUT`` members (every member's result is
+settled under the parent run's lock) with 2 and with 8 workers, while a thread
+samples ``pg_stat_activity`` every 10 ms: the share of the workers' backends
+found waiting on a lock, and members settled per second.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from benchmarks.scenarios import throughput
 from benchmarks.scenarios.common import Context, row
 
 COUNTS = (1, 2, 4, 8)
+FANOUT = 500
 
 
 def _redis_cpu() -> float:
@@ -129,6 +135,55 @@ def _groups(ctx: Context) -> dict[str, Any]:
     return {"per_second": round(outcome["per_second"], 1), "activities_by_group": ran}
 
 
+def _fanout_locks(ctx: Context, count: int) -> dict[str, Any]:
+    """One fan-out with ``count`` workers; how often their backends wait on a lock."""
+    import threading
+    import time
+
+    from benchmarks.scenarios import fanout
+    from benchmarks.workers import running_workers
+
+    samples = {"busy": 0, "lock": 0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        with physical.admin() as adm:
+            while not stop.is_set():
+                rows = adm.execute(
+                    "SELECT state, wait_event_type FROM pg_stat_activity WHERE datname = %s "
+                    "AND application_name LIKE 'dw-bench-lock%%'",
+                    [config.PG_DB],
+                ).fetchall()
+                for state, wait in rows:
+                    samples["busy"] += int(state == "active")
+                    samples["lock"] += int(state == "active" and wait == "Lock")
+                time.sleep(0.01)
+
+    with running_workers(count, prefix=f"lock{count}-"):
+        fanout.engine_once(20, 120)  # warm-up
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            seconds = fanout.engine_once(FANOUT, 300 * ctx.deadline_scale)
+        finally:
+            stop.set()
+            thread.join(5)
+    share = samples["lock"] / samples["busy"] if samples["busy"] else None
+    ctx.log(
+        f"fan-out of {FANOUT} with {count} workers: {seconds:.2f} s, "
+        f"{FANOUT / seconds:.0f} members/s, lock waits {share}"
+    )
+    return {
+        "workers": count,
+        "members": FANOUT,
+        "seconds": round(seconds, 2),
+        "members_per_second": round(FANOUT / seconds, 1),
+        "active_backend_samples": samples["busy"],
+        "lock_wait_share": None if share is None else round(share, 3),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+
+
 def _pid_from(owner: str | None) -> int | None:
     tail = (owner or "").rsplit(":", 1)[-1]
     return int(tail) if tail.isdigit() else None
@@ -140,6 +195,7 @@ def run(ctx: Context) -> dict[str, Any]:
     client = redis_client()
     counts = [_one_count(ctx, count, client) for count in COUNTS]
     groups = _groups(ctx)
+    hot_row = [_fanout_locks(ctx, count) for count in (2, 8)]
     rows = []
     for result in counts:
         rows.append(
@@ -163,10 +219,18 @@ def run(ctx: Context) -> dict[str, Any]:
     rows.append(
         row("two groups: activities run by group", str(groups["activities_by_group"]), unit="")
     )
+    for result in hot_row:
+        rows.append(
+            row(
+                f"fan-out of {FANOUT}, {result['workers']} workers: members/s; lock-wait share",
+                f"{result['members_per_second']}; {result['lock_wait_share']}",
+            )
+        )
     return {
         "status": "ok",
         "n": ctx.throughput_n,
         "counts": counts,
         "groups": groups,
+        "fanout_hot_row": hot_row,
         "rows": rows,
     }

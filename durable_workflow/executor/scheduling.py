@@ -21,8 +21,9 @@ from durable_workflow.executor.common import check_limit
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.timeouts import schedule_deadlines
 from durable_workflow.headers import with_headers
+from durable_workflow.ids import uuid7
 from durable_workflow.models import TaskStatus, TaskType
-from durable_workflow.store import activities, database, tasks
+from durable_workflow.store import activities, database, sql, tasks
 from durable_workflow.store.records import RunRecord
 
 Event = tuple[str, dict[str, Any]]
@@ -34,23 +35,31 @@ class ActivityBatch:
 
     def __init__(self, run: RunRecord, now: dt.datetime, eager_ok: bool) -> None:
         self.run, self.now, self.eager_ok = run, now, eager_ok
-        self.executions: list[Any] = []
-        self.tasks: list[Any] = []
+        self.executions: list[sql.Built] = []
+        self.tasks: list[sql.Built] = []
+        #: The limited queues of those tasks: their tasks wait for a wake, unsent.
+        self.limited: set[str] = set()
 
     def add(self, command: c.ScheduleActivity) -> list[Event]:
         check_limit("payload_size_bytes", envelope.encoded_size(command.arguments))
         run, now = self.run, self.now
         local = command.options.get("execution_mode") == "local"
         session_id = (command.options.get("worker_session") or {}).get("session_id")
+        # The ids and routing the events name, kept here rather than read back from the
+        # unsaved rows (which declare no attributes).
+        execution_id = uuid7()
+        queue = None if local else command.queue or get_settings().DEFAULT_QUEUE
+        connection = None if local else command.connection
         execution = activities.build_execution(
+            id=execution_id,
             run_id=run.id,
             sequence=command.step,
             activity_type=command.activity_type,
             activity_class=command.activity_class,
             arguments=command.arguments,
             options=command.options,
-            queue=None if local else command.queue or get_settings().DEFAULT_QUEUE,
-            connection=None if local else command.connection,
+            queue=queue,
+            connection=connection,
             now=now,
             deadlines=None if local else schedule_deadlines(command.options, now),
             worker_session_id=session_id,
@@ -58,7 +67,7 @@ class ActivityBatch:
         self.executions.append(execution)
         payload: dict[str, Any] = {
             "sequence": command.step,
-            "activity_execution_id": str(execution.id),
+            "activity_execution_id": str(execution_id),
             "activity_type": command.activity_type,
             "activity_class": command.activity_class,
             **(command.group or {}),
@@ -67,23 +76,28 @@ class ActivityBatch:
         if local:  # runs in this process: no activity task, no queue
             payload.update(execution_mode="local", local_activity=True)
             return [(EventType.ACTIVITY_SCHEDULED, payload)]
+        task_id = uuid7()
+        # A limited queue's task is never sent from here: the wake after commit sends as
+        # many as have room, most urgent first, instead of a message per task the claim
+        # would refuse.
+        wait = queue_gate.first_wait(queue) if queue_gate.limited(queue) else None
         task = tasks.build_task(
+            id=task_id,
             run_id=run.id,
             namespace=run.namespace,
             task_type=TaskType.ACTIVITY,
             available_at=now,
-            queue=execution.queue,
-            connection=execution.connection,
-            activity_execution_id=execution.id,
+            queue=queue,
+            connection=connection,
+            activity_execution_id=execution_id,
             now=now,
             payload={"worker_session_id": session_id} if session_id else None,
             compatibility=run.compatibility,
             priority=command.options.get("priority"),
+            queue_wait=wait,
         )
-        if queue_gate.limited(execution.queue):
-            # Never sent from here: the wake after commit sends as many as have room,
-            # most urgent first, instead of a message per task the claim would refuse.
-            task.queue_wait = queue_gate.first_wait(execution.queue)
+        if wait is not None and queue is not None:  # (a queue with no name has no limit)
+            self.limited.add(queue)
         elif self.eager_ok and eager.wanted(run, execution):
             self.eager_ok = False
             task = tasks.lease_new(
@@ -94,7 +108,7 @@ class ActivityBatch:
             )
             activities.mark_started(execution, now=now)  # inserted running: see attempts.begin
         self.tasks.append(task)
-        payload.update(queue=execution.queue, connection=execution.connection, task_id=str(task.id))
+        payload.update(queue=queue, connection=connection, task_id=str(task_id))
         if session_id:
             payload["worker_session_id"] = session_id
         return [(EventType.ACTIVITY_SCHEDULED, payload)]
@@ -106,7 +120,7 @@ class ActivityBatch:
         for record in records.values():
             if record.options.get("execution_mode") == "local":  # it starts in this task
                 local_activities.fresh.executions[(record.run_id, record.sequence)] = record
-        limited = {task.queue for task in self.tasks if task.queue_wait is not None}
+        limited, self.limited = self.limited, set()
         for task in tasks.save_tasks(self.tasks):
             if task.status == TaskStatus.LEASED:
                 assert task.activity_execution_id is not None  # built with its execution

@@ -46,13 +46,15 @@ def build_execution(
     now: dt.datetime,
     deadlines: dict[str, dt.datetime | None] | None = None,
     worker_session_id: str | None = None,
+    id: uuid.UUID | None = None,
 ) -> sql.Built:
-    """An unsaved execution row, for :func:`save_executions`."""
+    """An unsaved execution row, for :func:`save_executions` (``id``: chosen by the
+    caller, or a new one)."""
     return sql.Built(
         ActivityExecution,
         worker_session_id=worker_session_id,
         **(deadlines or {}),
-        id=uuid7(),
+        id=id or uuid7(),
         run_id=run_id,
         sequence=sequence,
         activity_type=activity_type,

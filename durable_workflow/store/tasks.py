@@ -56,15 +56,20 @@ def build_task(
     sticky_worker_id: str | None = None,
     sticky_until: dt.datetime | None = None,
     priority: int | None = None,
+    queue_wait: str | None = None,
+    id: uuid.UUID | None = None,
 ) -> sql.Built:
     """An unsaved ready task carrying its run's compatibility marker (read here unless passed).
 
-    ``priority`` (0 first, 9 last; ``None``: the default) orders waiters of a limited queue.
+    ``priority`` (0 first, 9 last; ``None``: the default) orders waiters of a limited queue;
+    ``queue_wait``: how it waits on one. ``id``: chosen by the caller, or a new one.
     """
-    extra = {} if priority is None else {"priority": priority}
+    extra: dict[str, Any] = {} if priority is None else {"priority": priority}
+    if queue_wait is not None:
+        extra["queue_wait"] = queue_wait
     return sql.Built(
         Task,
-        id=uuid7(),
+        id=id or uuid7(),
         run_id=run_id,
         namespace=namespace,
         task_type=task_type,

@@ -2,7 +2,8 @@
 
 The engine side runs only when ``dw.local_activity`` exists; until then the
 scenario reports "not available" and still measures the DBOS baseline.
-Per-step time for both: end to end divided by the number of steps.
+Per-step time for both: end to end divided by the number of steps. The two
+alternate, repetition by repetition, on the same worker processes and DBOS process.
 """
 
 from __future__ import annotations
@@ -38,27 +39,41 @@ def _dbos_samples(ctx: Context) -> tuple[list[float], list[float], str]:
         return per_step, totals, dbos.version
 
 
-def _engine_totals(ctx: Context) -> list[float]:
+def _engine_once() -> float:
     from benchmarks.workflows import LocalSteps
 
-    totals = []
-    with running_workers(ctx.workers):
-        for rep in range(ctx.repeat + 1):
-            instance_id = unique("local")
-            t0 = time.time()
-            start_workflow(LocalSteps, instance_id, STEPS)
-            wait_completed([instance_id], timeout=60, interval=0.01)
-            events = history_of(instance_id)
-            done = next(at for kind, _, at in events if kind == "WorkflowCompleted")
-            if rep:  # the first one is a warm-up
-                totals.append(done - t0)
-    return totals
+    instance_id = unique("local")
+    t0 = time.time()
+    start_workflow(LocalSteps, instance_id, STEPS)
+    wait_completed([instance_id], timeout=60, interval=0.01)
+    events = history_of(instance_id)
+    return next(at for kind, _, at in events if kind == "WorkflowCompleted") - t0
+
+
+def _alternating(ctx: Context) -> tuple[list[float], list[float], list[float], str]:
+    """DBOS and the engine repetition by repetition (a change of load between two
+    halves of the scenario would land in the ratio): DBOS's per-step gaps and end-to-end
+    times, then the engine's end-to-end times."""
+    per_step, dbos_totals, engine_totals = [], [], []
+    with DbosBaseline() as dbos, running_workers(ctx.workers):
+        dbos.steps(STEPS)  # warm-ups
+        _engine_once()
+        for _ in range(ctx.repeat):
+            answer = dbos.steps(STEPS)
+            stamps = answer["stamps"]
+            per_step += [b - a for a, b in itertools.pairwise(stamps)]
+            dbos_totals.append(answer["finished"] - answer["started"])
+            engine_totals.append(_engine_once())
+        return per_step, dbos_totals, engine_totals, dbos.version
 
 
 def run(ctx: Context) -> dict[str, Any]:
     from benchmarks.workflows import HAS_LOCAL_ACTIVITY
 
-    dbos_steps, dbos_totals, version = _dbos_samples(ctx)
+    if HAS_LOCAL_ACTIVITY:
+        dbos_steps, dbos_totals, engine_totals, version = _alternating(ctx)
+    else:
+        dbos_steps, dbos_totals, version = _dbos_samples(ctx)
     dbos_step = stats.summary(dbos_steps, scale=1000)
     dbos_per_step = stats.summary([t / STEPS for t in dbos_totals], scale=1000)
     result: dict[str, Any] = {
@@ -83,7 +98,7 @@ def run(ctx: Context) -> dict[str, Any]:
             ],
         )
         return result
-    engine = stats.summary([t / STEPS for t in _engine_totals(ctx)], scale=1000)
+    engine = stats.summary([t / STEPS for t in engine_totals], scale=1000)
     ratio = stats.ratio(engine["median"], dbos_per_step["median"])
     result.update(
         status="ok",

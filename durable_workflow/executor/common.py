@@ -165,7 +165,9 @@ def orm_access_error() -> WorkflowOrmAccessError:
 guards.attribute(os.path.dirname(django.db.__file__), orm_access_error)
 
 
-def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+def _refuse_orm_in_body(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
     runtime = current_runtime()
     if runtime is not None:
         runtime.fail_fatally(orm_access_error())
@@ -176,19 +178,17 @@ def _refuse_orm_in_body(execute, sql, params, many, context):  # type: ignore[no
 def orm_guard() -> Iterator[None]:
     """Refuse database access from workflow-body greenlets on every connection.
 
-    The guard goes first among the connection's wrappers, so a refused query
-    touches nothing (e.g. not the writes ``store.sql`` holds back for later).
-    A query on an alias whose connection is not open yet is refused before it
-    connects (``guards.attribute`` above).
+    Installed with Django's public ``execute_wrapper()`` on each connection, for the
+    length of the block. Inside the engine's own transaction the guard comes after
+    the one ``store.roundtrips`` installs for that block: a refused query may first
+    send the writes the engine held back (same transaction, same order), then runs
+    no further. A query on an alias whose connection is not open yet is refused
+    before it connects (``guards.attribute`` above).
     """
-    guarded = list(connections.all())
-    for conn in guarded:
-        conn.execute_wrappers.insert(0, _refuse_orm_in_body)
-    try:
+    with contextlib.ExitStack() as stack:
+        for conn in connections.all():
+            stack.enter_context(conn.execute_wrapper(_refuse_orm_in_body))
         yield
-    finally:
-        for conn in guarded:
-            conn.execute_wrappers.remove(_refuse_orm_in_body)
 
 
 def failure_types() -> tuple[str, ...]:

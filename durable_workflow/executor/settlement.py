@@ -102,12 +102,8 @@ def settle_results(
         if assumed is not None:
             answers = speculation.assume(first, assumed, now=now)
         if answers is None:
-            answers = sql.together(WorkflowRun, _result_statements(leases, now=now, wanted=wanted))
-        run, *asked = answers
-        helds, ((ready, others_open, calls, timers), *found) = (
-            asked[: len(leases)],
-            asked[len(leases) :],
-        )
+            answers = _ask(leases, now=now, wanted=wanted)
+        run, helds, (ready, others_open, calls, timers), found = answers
         outcomes = [ActivityOutcome.COMPLETED if held else ActivityOutcome.STALE for held in helds]
         for lease, held in zip(leases, helds, strict=True):
             if not held:
@@ -160,16 +156,13 @@ def settle_results(
     return outcomes
 
 
-def _result_statements(
-    leases: list[Lease], *, now: dt.datetime, wanted: int
-) -> list[sql.Statement]:
+def _ask(leases: list[Lease], *, now: dt.datetime, wanted: int) -> speculation.SettleAnswers:
     """One round trip for a settle: the run lock, then (each statement reading what the
     lock let through) the fencing settles, whether a workflow task is waiting, whether
     another activity, a child call or a timer of the run is open, and, after a member
     taken from a fan-out, the siblings to take next."""
     first = leases[0]
-    statements = [runs.lock_statement(first.run_id)]
-    statements += [
+    settles = [
         tasks.settle_if_held_statement(
             lease.task_id, lease.lease_id, lease.generation, TaskStatus.COMPLETED, now=now
         )
@@ -177,10 +170,14 @@ def _result_statements(
     ]
     mine = [lease.execution.id for lease in leases]
     # (Open calls and timers: what a closing would ask, should the run end here.)
-    statements.append(sql.truths_statement(speculation.questions(first.run_id, mine)))
+    pending = speculation.questions_statement(first.run_id, mine)
+    siblings: list[sql.Statement[Any]] = []
     if wanted and any(lease.fan_out for lease in leases):
-        statements += fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
-    return statements
+        siblings = fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
+    statements = [runs.lock_statement(first.run_id), *settles, pending, *siblings]
+    run, *rest = sql.together(WorkflowRun, statements)
+    held = [bool(settled) for settled in rest[: len(settles)]]
+    return speculation.SettleAnswers(run, held, rest[len(settles)], rest[len(settles) + 1 :])
 
 
 def _base(lease: Lease) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import datetime as dt
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from durable_workflow.models import TaskStatus, WorkflowRun
 from durable_workflow.store import activities, database, runs, sql, tasks
@@ -37,6 +37,34 @@ _REFUTED_KEPT = 1000
 _last = threading.local()
 _refuted: collections.OrderedDict[uuid.UUID, float] = collections.OrderedDict()
 _lock = threading.Lock()
+
+
+class Pending(NamedTuple):
+    """What a settle asks once it holds the run lock (:func:`questions`, in this order)."""
+
+    #: A workflow task of the run is waiting.
+    ready: bool
+    #: An activity other than those the settle records is open.
+    others_open: bool
+    #: A child call is open.
+    calls: bool
+    #: A timer is pending.
+    timers: bool
+
+
+NOTHING_PENDING = Pending(ready=False, others_open=False, calls=False, timers=False)
+
+
+class SettleAnswers(NamedTuple):
+    """What a settle's first round trip answers, read or assumed."""
+
+    #: The run as its lock found it (``None``: gone).
+    run: RunRecord | None
+    #: For each lease settled, in order: was it still held (and is it now settled)?
+    held: list[bool]
+    pending: Pending
+    #: The fan-out siblings read with the lock (``fan_out.statements``), or nothing.
+    found: list[Any]
 
 
 def remember_at_commit(run: RunRecord) -> None:
@@ -54,7 +82,8 @@ def remember_at_commit(run: RunRecord) -> None:
 def take(lease: Any) -> RunRecord | None:
     """The run as this process last committed it, if the settle of ``lease`` may assume
     it (a single activity of a sequential step)."""
-    run, _last.run = getattr(_last, "run", None), None
+    run: RunRecord | None = getattr(_last, "run", None)
+    _last.run = None
     if run is None or run.id != lease.run_id or lease.fan_out:
         return None
     return run
@@ -70,8 +99,9 @@ def refute(run_id: uuid.UUID) -> None:
 
 
 def questions(run_id: uuid.UUID, settled: list[uuid.UUID]) -> list[tuple[str, list[Any]]]:
-    """What a settle asks once it holds the lock: is a workflow task waiting; is an
-    activity other than those it settles, a child call or a timer open."""
+    """What a settle asks once it holds the lock, as :class:`Pending` lists it: is a
+    workflow task waiting; is an activity other than those it settles, a child call or
+    a timer open."""
     return [
         tasks.ready_workflow_clause(run_id),
         activities.other_open_clause(run_id, settled),
@@ -80,10 +110,15 @@ def questions(run_id: uuid.UUID, settled: list[uuid.UUID]) -> list[tuple[str, li
     ]
 
 
-def assume(lease: Any, run: RunRecord, *, now: dt.datetime) -> list[Any] | None:
-    """The answers the settle of ``lease`` would read (run, lease held, nothing waiting or
-    open), with the statements that check them deferred; ``None`` where statements
-    cannot wait (then ask)."""
+def questions_statement(run_id: uuid.UUID, settled: list[uuid.UUID]) -> sql.Statement[Pending]:
+    """:func:`questions` asked in one statement (its outcome: the :class:`Pending`)."""
+    return sql.truths_statement(questions(run_id, settled)).then(lambda truths: Pending(*truths))
+
+
+def assume(lease: Any, run: RunRecord, *, now: dt.datetime) -> SettleAnswers | None:
+    """The answers the settle of ``lease`` would read (run, lease held, nothing pending),
+    with the statements that check them deferred; ``None`` where statements cannot
+    wait (then ask)."""
     if not sql.batching(WorkflowRun):
         return None
     expectations = [
@@ -98,4 +133,4 @@ def assume(lease: Any, run: RunRecord, *, now: dt.datetime) -> list[Any] | None:
     ]
     sql.defer_all(WorkflowRun, expectations)
     assumed = dataclasses.replace(run, dirty=set(), appended=[], open_work=None)
-    return [assumed, True, [False, False, False, False]]
+    return SettleAnswers(run=assumed, held=[True], pending=NOTHING_PENDING, found=[])

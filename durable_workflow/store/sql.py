@@ -10,7 +10,8 @@ back is exactly what the ORM would store and read, on PostgreSQL and SQLite.
 Only the store modules use this, and only for statements on a known shape;
 everything else stays ORM. How the statements travel (several per round trip,
 writes deferred, the ``COMMIT`` with the last of them) is
-:mod:`durable_workflow.store.roundtrips`; its entry points are re-exported here.
+:mod:`durable_workflow.store.roundtrips`, and answers assumed rather than read are
+:mod:`durable_workflow.store.expectations`; their entry points are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,22 +19,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from durable_workflow.store import roundtrips
+from durable_workflow.store.expectations import expect_false, expect_rows, refuted
 from durable_workflow.store.roundtrips import (
+    Rows,
     Statement,
     atomic,
     batched,
     batching,
     defer_all,
-    expect_false,
-    expect_rows,
     flush,
-    refuted,
+    one,
     together,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "Add",
     "Built",
     "Condition",
+    "Rows",
     "Statement",
     "Table",
     "atomic",
@@ -50,6 +52,7 @@ __all__ = [
     "expect_false",
     "expect_rows",
     "flush",
+    "one",
     "refuted",
     "together",
     "truths",
@@ -116,7 +119,7 @@ class Table:
         statement = self.select_statement(
             names, where, order_by=order_by, limit=limit, for_update=for_update
         )
-        return together(self.model, [statement])[0]
+        return one(self.model, statement)
 
     def select_statement(
         self,
@@ -126,7 +129,7 @@ class Table:
         order_by: str | None = None,
         limit: int | None = None,
         for_update: bool = False,
-    ) -> Statement:
+    ) -> Statement[list[list[Any]]]:
         """:meth:`select` as a :class:`Statement` (its outcome: the converted rows)."""
         conn = self.connection()
         locking = for_update and conn.features.has_select_for_update
@@ -155,9 +158,11 @@ class Table:
         statement = self.update_statement(changes, where)
         if defer and roundtrips.defer(self.connection(), statement.sql, statement.params):
             return None
-        return together(self.model, [statement])[0]
+        return one(self.model, statement)
 
-    def update_statement(self, changes: dict[str, Any], where: Sequence[Condition]) -> Statement:
+    def update_statement(
+        self, changes: dict[str, Any], where: Sequence[Condition]
+    ) -> Statement[int]:
         """:meth:`update` as a :class:`Statement` (its outcome: the row count)."""
         conn = self.connection()
         names = tuple(changes)
@@ -188,12 +193,18 @@ class Table:
     # ----------------------------------------------------------------- pieces
 
     def _column(self, name: str) -> str:
-        return _quote(self.meta.get_field(name).column)
+        column = self._field(name).column
+        assert column is not None, name  # a concrete field has its column
+        return _quote(column)
+
+    def _field(self, name: str) -> Field[Any, Any]:
+        # The engine's statements name concrete fields only, never a reverse relation.
+        return cast("Field[Any, Any]", self.meta.get_field(name))
 
     def _prep(self, name: str, value: Any, conn: Any) -> Any:
         if value is None or (type(value) in _AS_IS and name in self._plain):
             return value  # what the field would hand the driver anyway
-        return self.meta.get_field(name).get_db_prep_save(value, conn)
+        return self._field(name).get_db_prep_save(value, conn)
 
     @functools.cached_property
     def _plain(self) -> frozenset[str]:
@@ -285,14 +296,16 @@ class Table:
         conn = connections[alias]
         out = []
         for index, name in enumerate(names):
-            col = self.meta.get_field(name).get_col(self.meta.db_table)
+            col = self._field(name).get_col(self.meta.db_table)
             found = conn.ops.get_db_converters(col) + col.get_db_converters(conn)
             if found:
                 out.append((index, found, col))
         return out
 
 
-def _converted(row: Sequence[Any], convert: list[tuple[int, list[Any], Any]], conn: Any) -> list:
+def _converted(
+    row: Sequence[Any], convert: list[tuple[int, list[Any], Any]], conn: Any
+) -> list[Any]:
     values = list(row)
     for index, converters, col in convert:
         value = values[index]
@@ -326,7 +339,7 @@ class Built:
 
 @functools.cache
 def _defaults(model: type[Model]) -> tuple[tuple[str, Any], ...]:
-    return tuple((field.attname, field._get_default) for field in model._meta.concrete_fields)
+    return tuple((field.attname, field.get_default) for field in model._meta.concrete_fields)
 
 
 def values(row: Model | Built) -> dict[str, Any]:
@@ -340,10 +353,10 @@ def truths(model: type[Model], clauses: Sequence[tuple[str, list[Any]]]) -> list
     Ask them after taking the lock they depend on, never in the locking read: a
     statement that waited for a row lock answers everything else from before its wait.
     """
-    return together(model, [truths_statement(clauses)])[0]
+    return one(model, truths_statement(clauses))
 
 
-def truths_statement(clauses: Sequence[tuple[str, list[Any]]]) -> Statement:
+def truths_statement(clauses: Sequence[tuple[str, list[Any]]]) -> Statement[list[bool]]:
     """:func:`truths` as a :class:`Statement` (each statement of :func:`together` reads
     the database as it is once the ones before it, locks included, are done)."""
     sql = "SELECT " + ", ".join(f"({clause})" for clause, _ in clauses)

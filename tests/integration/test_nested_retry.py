@@ -46,6 +46,7 @@ def test_a_statement_refused_inside_a_child_start_reruns_the_whole_workflow_task
     task = Task.objects.get(run_id=stub.run_id(), status="ready")
     seen: list[str] = []
     refused: list[bool] = []
+    errors: list[BaseException] = []
 
     def lose_statements_after_the_first_query(execute, sql, params, many, context):
         # What a pooler that switched server sessions does between two queries.
@@ -53,7 +54,10 @@ def test_a_statement_refused_inside_a_child_start_reruns_the_whole_workflow_task
         try:
             return execute(sql, params, many, context)
         except DatabaseError as exc:
-            refused.append(prepared.stale(exc))
+            # (The engine's query may run inside another statement's call: count once.)
+            if not any(exc is other for other in errors):
+                errors.append(exc)
+                refused.append(prepared.stale(exc))
             raise
         finally:
             if len(seen) == 1:

@@ -100,31 +100,68 @@ def test_deferred_writes_travel_together_and_in_order(run_id):
     with database.atomic(), sql.batched(WorkflowRun), connection.execute_wrapper(record):
         TASKS.insert([sql.values(first)], defer=True)
         TASKS.update({"last_error": "then"}, [("id", "=", first.id)], defer=True)
-        with database.atomic():  # its savepoint statements wait too
-            TASKS.insert([sql.values(second)], defer=True)
-        # A read sends what waits first, then runs: it sees both rows.
+        # A read sends what waits first, then runs: it sees both writes.
         found = TASKS.select(["id", "last_error"], [("run_id", "=", run_id)])
-        assert {tuple(r) for r in found} >= {(first.id, "then"), (second.id, "")}
+        assert (first.id, "then") in {tuple(r) for r in found}
+        TASKS.insert([sql.values(second)], defer=True)
         TASKS.update({"last_error": "last"}, [("id", "=", second.id)], defer=True)
     assert Task.objects.get(id=second.id).last_error == "last"
     if connection.vendor == "postgresql":
-        # One round trip: the five statements that waited, then the read, whose rows
-        # are the ones the cursor shows.
+        # One round trip: the two statements that waited, then the read, whose rows
+        # are the ones the cursor shows. (The last two writes go when the block ends.)
         assert len(sent) == 1, sent
         # (Each statement as text or as the EXECUTE of a prepared one.)
         kinds = sql_text.kinds(sent[0])
-        assert [verb for verb, _ in kinds].count("INSERT") == 2
-        assert sent[0].count("SAVEPOINT") == 2
+        assert [verb for verb, _ in kinds] == ["INSERT", "UPDATE", "SELECT"]
         assert kinds[-1] == ("SELECT", Task._meta.db_table)
     else:  # every statement on its own
-        assert len(sent) == 7, sent
+        assert len(sent) == 5, sent
 
 
-def _sent_to_driver() -> tuple[list[str], object]:
-    sent: list[str] = []
+def test_statements_not_the_engines_reach_the_driver_untouched_and_in_order(run_id):
+    """An ORM query or a raw cursor's statement inside the engine's block goes to the
+    driver exactly as it was written, in a round trip of its own, after the writes the
+    engine held back (which it sees). The savepoint statements of a nested
+    ``atomic()`` join those writes instead, in order and unchanged."""
+    first, second = built(run_id), built(run_id)
+    TASKS.insert([sql.values(first)])
+    orm = Task.objects.filter(id=first.id).values_list("last_error", flat=True)
+    alone, record_alone = _sent_to_driver(with_params=True)
+    with connection.execute_wrapper(record_alone):
+        assert list(orm.all()) == [""]
+    sent, record = _sent_to_driver(with_params=True)
+    with sql.atomic(WorkflowRun):
+        TASKS.update({"last_error": "held back"}, [("id", "=", first.id)], defer=True)
+        # Installed inside the block, so it sees what the engine hands the driver.
+        with connection.execute_wrapper(record):
+            assert list(orm.all()) == ["held back"]
+            with database.atomic():
+                TASKS.insert([sql.values(second)], defer=True)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT %s || ''", ["mine"])
+                assert cursor.fetchone() == ("mine",)
+    assert Task.objects.get(id=second.id)
+    raw = ("SELECT %s || ''", ["mine"])
+    if connection.vendor == "postgresql":
+        held, orm_query, nested, raw_query = sent
+        # What the engine held back went first, in a round trip of its own...
+        assert [verb for verb, _ in sql_text.kinds(held[0])] == ["BEGIN", "UPDATE"]
+        # ... then the ORM query as it is outside any block: the same text and values.
+        assert orm_query == alone[0]
+        kinds = sql_text.kinds(nested[0])
+        assert [verb for verb, _ in kinds] == ["SAVEPOINT", "INSERT", "RELEASE"], kinds
+        assert raw_query == raw
+    else:  # every statement on its own, as written (the engine's write ran at once)
+        orm_query, savepoint, _insert, release, raw_query = sent
+        assert orm_query == alone[0] and raw_query == raw
+        assert savepoint[0].startswith("SAVEPOINT") and release[0].startswith("RELEASE")
+
+
+def _sent_to_driver(*, with_params: bool = False) -> tuple[list, object]:
+    sent: list = []
 
     def record(execute, statement, params, many, context):
-        sent.append(statement)
+        sent.append((statement, list(params or [])) if with_params else statement)
         return execute(statement, params, many, context)
 
     return sent, record
@@ -273,7 +310,7 @@ def test_values_are_rendered_as_the_driver_renders_them():
     from psycopg.types.json import Jsonb
 
     from durable_workflow.models import TaskStatus
-    from durable_workflow.store import roundtrips
+    from durable_workflow.store import literals
 
     values = [
         "it's 50% off",
@@ -300,8 +337,8 @@ def test_values_are_rendered_as_the_driver_renders_them():
     connection.ensure_connection()
     with connection.cursor() as cursor:
         raw = cursor.cursor
-        assert roundtrips._bound(raw, text, values) == raw.mogrify(text, values)
-        cursor.execute(roundtrips._bound(raw, text, values))
+        assert literals.bound(raw, text, values) == raw.mogrify(text, values)
+        cursor.execute(literals.bound(raw, text, values))
         row = cursor.fetchone()
     assert list(row[:5]) == ["it's 50% off", "plain", "back\\slash", "naïve ünïcode", None]
     assert row[-1] == "100%"

@@ -84,7 +84,7 @@ def take(
 
 def statements(
     run_id: uuid.UUID, done: ActivityRecord, *, now: dt.datetime, count: int
-) -> list[sql.Statement]:
+) -> list[sql.Statement[Any]]:
     """The reads :func:`take` needs, to send with the settle's run lock (``found``)."""
     ready, execution_ids = tasks.next_ready_activities(
         run_id, queue=done.queue, connection=done.connection, now=now, limit=count

@@ -174,7 +174,8 @@ def _ask(leases: list[Lease], *, now: dt.datetime, wanted: int) -> speculation.S
     siblings: list[sql.Statement[Any]] = []
     if wanted and any(lease.fan_out for lease in leases):
         siblings = fan_out.statements(first.run_id, first.execution, now=now, count=wanted)
-    statements = [runs.lock_statement(first.run_id), *settles, pending, *siblings]
+    statements: list[sql.Statement[Any]] = [runs.lock_statement(first.run_id), *settles]
+    statements += [pending, *siblings]
     run, *rest = sql.together(WorkflowRun, statements)
     held = [bool(settled) for settled in rest[: len(settles)]]
     return speculation.SettleAnswers(run, held, rest[len(settles)], rest[len(settles) + 1 :])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 from collections.abc import Sequence
@@ -78,14 +77,13 @@ def get_execution(execution_id: uuid.UUID | str) -> ActivityRecord | None:
     return _row_record(rows[0]) if rows else None
 
 
-def executions_statement(ids: sql.Statement) -> sql.Statement:
+def executions_statement(
+    ids: sql.Statement[Any],
+) -> sql.Statement[dict[uuid.UUID, ActivityRecord]]:
     """The executions whose ids the subquery ``ids`` selects, for ``sql.together``
     (outcome: their records by id)."""
     read = _EXECUTIONS.select_statement(_FIELDS, [("id", "IN SELECT", ids)])
-    return dataclasses.replace(
-        read,
-        outcome=lambda cursor: {r.id: r for r in map(_row_record, read.outcome(cursor))},
-    )
+    return read.then(lambda rows: {r.id: r for r in map(_row_record, rows)})
 
 
 def _row_record(row: list[Any]) -> ActivityRecord:

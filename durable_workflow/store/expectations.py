@@ -5,7 +5,7 @@ An expectation is a statement that travels with a transaction's writes
 unless the database agrees with what the engine assumed: that a locking read finds
 exactly so many rows (:func:`expect_rows`), or that some truths are all false
 (:func:`expect_false`). It fails by calling ``durable_workflow_refuted()`` (created
-by migration ``0020``), which raises SQLSTATE :data:`REFUTED_SQLSTATE`; the
+by migration ``0023``), which raises SQLSTATE :data:`REFUTED_SQLSTATE`; the
 executor recognises a refuted transaction by that code (:func:`refuted`), never by
 the text of the server's message, which depends on its language and version.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import uuid
@@ -29,7 +28,7 @@ def load_history(
 
 def history_statement(
     run_id: uuid.UUID | str, *, after_sequence: int = 0, up_to: int | None = None
-) -> sql.Statement:
+) -> sql.Statement[list[Event]]:
     """:func:`load_history` as a statement for ``sql.together`` (outcome: the events)."""
     where: list[sql.Condition] = [("run_id", "=", run_id)]
     if after_sequence:
@@ -39,20 +38,21 @@ def history_statement(
     return _as_events(_EVENTS.select_statement(_COLUMNS, where, order_by="sequence"))
 
 
-def tail_statement(run_id: sql.Statement, after: sql.Statement) -> sql.Statement:
+def tail_statement(
+    run_id: sql.Statement[Any], after: sql.Statement[Any]
+) -> sql.Statement[list[Event]]:
     """:func:`history_statement` for a run and a sequence given as subqueries: the
     events of the run selected by ``run_id`` after the sequence ``after`` selects."""
     where = [("run_id", "IN SELECT", run_id), ("sequence", "> SELECT", after)]
     return _as_events(_EVENTS.select_statement(_COLUMNS, where, order_by="sequence"))
 
 
-def _as_events(read: sql.Statement) -> sql.Statement:
-    return dataclasses.replace(
-        read,
-        outcome=lambda cursor: [
+def _as_events(read: sql.Statement[list[list[Any]]]) -> sql.Statement[list[Event]]:
+    return read.then(
+        lambda rows: [
             Event(sequence=seq, event_type=kind, payload=payload, recorded_at=at)
-            for seq, kind, payload, at in read.outcome(cursor)
-        ],
+            for seq, kind, payload, at in rows
+        ]
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 from typing import Any
@@ -117,19 +116,23 @@ def lock_run(run_id: uuid.UUID | str) -> RunRecord | None:
     return locked
 
 
-def lock_statement(run_id: uuid.UUID | str | sql.Statement) -> sql.Statement:
+def lock_statement(
+    run_id: uuid.UUID | str | sql.Statement[Any],
+) -> sql.Statement[RunRecord | None]:
     """:func:`lock_run` as a statement for ``sql.together`` (outcome: the record or
     ``None``); ``run_id`` may be a subquery selecting it."""
     read = _RUNS.select_statement(_RUN_FIELDS, [_by_id(run_id)], for_update=True)
-    return dataclasses.replace(read, outcome=lambda cursor: _first_record(read.outcome(cursor)))
+    return read.then(_first_record)
 
 
-def workflow_task_sequence_statement(run_id: sql.Statement) -> sql.Statement:
+def workflow_task_sequence_statement(
+    run_id: sql.Statement[Any],
+) -> sql.Statement[list[list[Any]]]:
     """The last sequence the run's workflow tasks saw, as a subquery (``> SELECT``)."""
     return _RUNS.select_statement(["workflow_task_sequence"], [_by_id(run_id)])
 
 
-def _by_id(run_id: uuid.UUID | str | sql.Statement) -> sql.Condition:
+def _by_id(run_id: uuid.UUID | str | sql.Statement[Any]) -> sql.Condition:
     return ("id", "IN SELECT", run_id) if isinstance(run_id, sql.Statement) else ("id", "=", run_id)
 
 
@@ -151,7 +154,7 @@ _FIXED = frozenset(
 )
 
 
-def expected_statement(run: RunRecord) -> sql.Statement:
+def expected_statement(run: RunRecord) -> sql.Statement[None]:
     """The run lock of :func:`lock_statement` for a run assumed to be exactly ``run``:
     the transaction fails unless its row holds these values (``sql.expect_rows``)."""
     where: list[sql.Condition] = [("id", "=", run.id)]

@@ -172,12 +172,10 @@ def claim_statement(
     lease_seconds: int,
     replay_mode: str | None = None,
     count: bool = True,
-) -> sql.Statement:
+) -> sql.Statement[TaskRecord | None]:
     """:func:`claim` as a statement for ``sql.together`` (outcome: the leased record)."""
     update, leased = _claim(task, owner, now, lease_seconds, replay_mode, count)
-    return dataclasses.replace(
-        update, outcome=lambda cursor: leased if update.outcome(cursor) else None
-    )
+    return update.then(lambda changed: leased if changed else None)
 
 
 def claim_expected(
@@ -188,7 +186,7 @@ def claim_expected(
     lease_seconds: int,
     replay_mode: str | None = None,
     count: bool = True,
-) -> tuple[sql.Statement, TaskRecord]:
+) -> tuple[sql.Statement[None], TaskRecord]:
     """The claim as an expectation (``sql.expect_rows``: the transaction fails unless it
     takes the task), and the leased record it leaves."""
     update, leased = _claim(task, owner, now, lease_seconds, replay_mode, count)
@@ -202,7 +200,7 @@ def _claim(
     lease_seconds: int,
     replay_mode: str | None,
     count: bool = True,
-) -> tuple[sql.Statement, TaskRecord]:
+) -> tuple[sql.Statement[int], TaskRecord]:
     """``count``: the claim counts an attempt (``False``: it was counted in advance)."""
     lease_id = uuid.uuid4()
     expires = now + dt.timedelta(seconds=lease_seconds)
@@ -239,13 +237,13 @@ def _claim(
     return update, leased
 
 
-def get_statement(task_id: uuid.UUID | str) -> sql.Statement:
+def get_statement(task_id: uuid.UUID | str) -> sql.Statement[TaskRecord | None]:
     """:func:`get` as a statement for ``sql.together``."""
     read = _TASKS.select_statement(_FIELDS, [("id", "=", task_id)], limit=1)
-    return dataclasses.replace(read, outcome=lambda cursor: _record_of_first(read.outcome(cursor)))
+    return read.then(_record_of_first)
 
 
-def run_of_statement(task_id: uuid.UUID | str) -> sql.Statement:
+def run_of_statement(task_id: uuid.UUID | str) -> sql.Statement[list[list[Any]]]:
     """The run id of a task, as a subquery (``IN SELECT``)."""
     return _TASKS.select_statement(["run_id"], [("id", "=", task_id)])
 
@@ -261,7 +259,7 @@ def next_ready_activities(
     connection: str | None,
     now: dt.datetime,
     limit: int = 1,
-) -> tuple[sql.Statement, sql.Statement]:
+) -> tuple[sql.Statement[list[TaskRecord]], sql.Statement[list[list[Any]]]]:
     """Up to ``limit`` ready, due activity tasks of the run on this queue and connection,
     as two statements for ``sql.together``: one reads the tasks (outcome: their
     records), the other selects their execution ids, as a subquery (``IN SELECT``).
@@ -269,11 +267,8 @@ def next_ready_activities(
     caller still checks that they match)."""
     where = _next_ready(run_id, queue=queue, connection=connection, now=now)
     read = _TASKS.select_statement(_FIELDS, where, limit=limit)
-    records = dataclasses.replace(
-        read,
-        outcome=lambda cursor: [
-            TaskRecord(**dict(zip(_FIELDS, row, strict=True))) for row in read.outcome(cursor)
-        ],
+    records = read.then(
+        lambda rows: [TaskRecord(**dict(zip(_FIELDS, row, strict=True))) for row in rows]
     )
     return records, _TASKS.select_statement(["activity_execution_id"], where, limit=limit)
 
@@ -299,7 +294,7 @@ def settle_if_held_statement(
     *,
     now: dt.datetime,
     error: str = "",
-) -> sql.Statement:
+) -> sql.Statement[bool]:
     """Settle the task only while this exact claim still owns it (the fencing check), as
     a statement for ``sql.together``.
 
@@ -315,7 +310,7 @@ def settle_if_held_statement(
         },
         _held(task_id, lease_id, generation),
     )
-    return dataclasses.replace(update, outcome=lambda cursor: bool(update.outcome(cursor)))
+    return update.then(bool)
 
 
 def note_error(task_id: uuid.UUID, error: str, *, now: dt.datetime) -> None:

@@ -37,6 +37,6 @@ def drop(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("durable_workflow", "0019_namespaces")]
+    dependencies = [("durable_workflow", "0022_sparse_run_indexes")]
 
     operations = [migrations.RunPython(create, drop)]

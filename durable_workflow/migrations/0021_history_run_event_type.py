@@ -9,31 +9,11 @@ is not atomic): writers are not blocked while a history table of tens of million
 rows is indexed, which takes minutes. Elsewhere, a plain ``CREATE INDEX``.
 """
 
-from typing import Any
-
 from django.db import migrations, models
 
+from durable_workflow.migrations._operations import AddIndexWithoutBlocking
+
 INDEX = models.Index(fields=["run", "event_type", "sequence"], name="dw_history_run_type")
-
-
-class AddIndexWithoutBlocking(migrations.AddIndex):
-    """``AddIndex``, concurrently on PostgreSQL (the state change is the same)."""
-
-    def database_forwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(editor.connection.alias, model):
-            if editor.connection.vendor == "postgresql":
-                editor.add_index(model, self.index, concurrently=True)
-            else:
-                editor.add_index(model, self.index)
-
-    def database_backwards(self, app_label: str, editor: Any, from_state: Any, to_state: Any):  # type: ignore[no-untyped-def]
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(editor.connection.alias, model):
-            if editor.connection.vendor == "postgresql":
-                editor.remove_index(model, self.index, concurrently=True)
-            else:
-                editor.remove_index(model, self.index)
 
 
 class Migration(migrations.Migration):

@@ -146,7 +146,14 @@ class ActivityExecution(models.Model):
                 fields=["worker_session_id"],
                 name="dw_activity_session",
                 condition=models.Q(worker_session_id__isnull=False),
-            )
+            ),
+            # Open executions only (pending or running): the repair pass's timeout scans
+            # and the doctor read these, a handful among millions of closed ones.
+            models.Index(
+                fields=["status"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="dw_activity_open",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -66,3 +66,37 @@ def test_a_filtered_timeline_uses_the_index_on_postgresql():
         finally:
             cursor.execute("RESET enable_seqscan")
     assert "dw_history_run_type" in plan, plan
+
+
+def _index_names(model: type) -> set[str]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, model._meta.db_table)
+    return {name for name, spec in found.items() if spec["index"]}
+
+
+def test_the_open_work_indexes_exist():
+    from durable_workflow.models import ActivityExecution
+
+    assert {
+        "dw_run_open",
+        "dw_run_open_execution_deadline",
+        "dw_run_open_run_deadline",
+        "dw_run_started",
+    } <= _index_names(WorkflowRun)
+    assert "dw_activity_open" in _index_names(ActivityExecution)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plans are PostgreSQL's")
+def test_the_repair_scans_read_only_open_work_on_postgresql():
+    from durable_workflow.store import activities
+
+    now = clock.now()
+    plans = []
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        try:
+            for kind in activities.TIMEOUT_KINDS:
+                plans.append(activities._due(kind, now).values_list("id", flat=True).explain())
+        finally:
+            cursor.execute("RESET enable_seqscan")
+    assert all("dw_activity_open" in plan for plan in plans), plans

@@ -19,7 +19,7 @@ TERMINAL = ["cancelled", "completed", "failed", "terminated"]
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("durable_workflow", "0021_history_run_event_type")]
+    dependencies = [("durable_workflow", "0022_sparse_run_indexes")]
 
     operations = [
         AddIndexWithoutBlocking(

@@ -19,7 +19,7 @@ TERMINAL = ["cancelled", "completed", "failed", "terminated"]
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("durable_workflow", "0022_sparse_run_indexes")]
+    dependencies = [("durable_workflow", "0023_refuted_expectation")]
 
     operations = [
         AddIndexWithoutBlocking(

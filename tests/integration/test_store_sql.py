@@ -157,6 +157,22 @@ def test_statements_not_the_engines_reach_the_driver_untouched_and_in_order(run_
         assert savepoint[0].startswith("SAVEPOINT") and release[0].startswith("RELEASE")
 
 
+def test_a_query_refused_before_the_driver_leaves_the_held_back_writes_waiting(run_id):
+    """A wrapper after the engine's (the guard against queries from a workflow body is
+    one) may refuse the query that would have carried the held-back writes: they
+    still wait, and go with the block's end."""
+    row = built(run_id)
+
+    def refuse(execute, statement, params, many, context):
+        raise RuntimeError("refused before the driver")
+
+    with sql.atomic(WorkflowRun):
+        TASKS.insert([sql.values(row)], defer=True)
+        with connection.execute_wrapper(refuse), pytest.raises(RuntimeError):
+            Task.objects.filter(id=row.id).exists()
+    assert Task.objects.filter(id=row.id).exists()
+
+
 def _sent_to_driver(*, with_params: bool = False) -> tuple[list, object]:
     sent: list = []
 

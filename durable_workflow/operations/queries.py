@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any
 
-from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 
 from durable_workflow.conf import get_settings
 from durable_workflow.models import (
@@ -19,14 +19,6 @@ from durable_workflow.models import (
 )
 from durable_workflow.store import work_queues
 
-if TYPE_CHECKING:
-    from django_stubs_ext import WithAnnotations
-
-    class _LastTask(TypedDict):
-        last_workflow_task: str | None
-
-    RunWithLastTask = WithAnnotations[WorkflowRun, _LastTask]
-
 OPEN_TASK = (TaskStatus.READY, TaskStatus.LEASED)
 
 
@@ -34,18 +26,26 @@ def open_runs() -> QuerySet[WorkflowRun]:
     return WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
 
 
-def _with_last_workflow_task() -> QuerySet[RunWithLastTask]:
-    # Ties on created_at (one clock reading, or a frozen clock) go to the later id
-    # (time-ordered UUIDs), as in describe(): the later task is the one that counts.
-    latest = Task.objects.filter(run=OuterRef("pk"), task_type=TaskType.WORKFLOW).order_by(
-        "-created_at", "-id"
+def _failed_last_workflow_tasks() -> QuerySet[Task]:
+    """Failed workflow tasks that are their run's latest workflow task.
+
+    Asked from the failed tasks (few, indexed by status), not run by run: the cost
+    does not grow with the open runs. The latest is the last by ``(created_at, id)``,
+    as in describe(): ties on created_at (one clock reading, or a frozen clock) go to
+    the later id (time-ordered UUIDs).
+    """
+    later = Task.objects.filter(run=OuterRef("run"), task_type=TaskType.WORKFLOW).filter(
+        Q(created_at__gt=OuterRef("created_at"))
+        | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
     )
-    return open_runs().annotate(last_workflow_task=Subquery(latest.values("status")[:1]))
+    return Task.objects.filter(task_type=TaskType.WORKFLOW, status=TaskStatus.FAILED).filter(
+        ~Exists(later)
+    )
 
 
 def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
     """Open runs whose latest workflow task failed (replay error): they wait for repair."""
-    return _with_last_workflow_task().filter(last_workflow_task=TaskStatus.FAILED)
+    return open_runs().filter(pk__in=_failed_last_workflow_tasks().values("run_id"))
 
 
 def runs_blocked_by_unresolved_failures() -> QuerySet[WorkflowRun]:
@@ -64,10 +64,10 @@ def runs_missing_their_task() -> QuerySet[WorkflowRun]:
     """Pending runs with no open task at all: the task row was lost."""
     open_task = Task.objects.filter(run=OuterRef("pk"), status__in=OPEN_TASK)
     return (
-        _with_last_workflow_task()
+        open_runs()
         .filter(status=RunStatus.PENDING)
         .filter(~Exists(open_task))
-        .filter(Q(last_workflow_task__isnull=True) | ~Q(last_workflow_task=TaskStatus.FAILED))
+        .exclude(pk__in=_failed_last_workflow_tasks().values("run_id"))
     )
 
 

@@ -234,6 +234,10 @@ def test_failed_workflow_task_needs_repair(inline, monkeypatch):
     assert resume["status"] == "error"
     assert resume["details"]["failed_workflow_task"] == ["doctor-nd"]
     assert "workflow_repair" in resume["next_step"]
+    call_command("workflow_repair", "--instance-id", "doctor-nd", stdout=io.StringIO())
+    # A later workflow task follows the failed one: the run has a way to resume again.
+    assert Task.objects.filter(task_type="workflow", status="ready").count() == 1
+    assert check(doctor(), "durable_resume_paths")["status"] == "ok"
 
 
 def test_lost_task_is_reported(inline):
@@ -401,3 +405,41 @@ def test_registered_workers_count_as_consumers(inline):
     assert workers["details"]["registered_workers"] == {"celery@box:7": ["celery", "payments"]}
     clock.advance(dt.timedelta(minutes=5))  # the registration goes stale
     assert check(doctor(), "workers")["status"] == "error"
+
+
+def task_table_scans() -> int:
+    """Scans of the task table this transaction started (index descents included)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables"
+            " WHERE relname = 'durable_workflow_task'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3",
+    reason="PostgreSQL's per-transaction table statistics",
+)
+def test_the_doctor_reads_the_task_table_the_same_for_3_or_30_open_runs(inline, monkeypatch):
+    """Which runs stopped on a failed workflow task is asked from the failed tasks, not run
+    by run: the doctor starts as many scans of the task table with 30 open runs as with 3
+    (the planner on indexes, as on a large table)."""
+    from django.db import transaction
+
+    from durable_workflow.operations.queries import open_runs
+
+    fail_a_workflow_task("doctor-failed", monkeypatch)
+    scans = {}
+    for size in (3, 30):
+        while open_runs().count() < size:
+            stub = start("tests.sequential", f"doctor-open-{open_runs().count()}", "ada")
+            assert run_next(stub, "workflow") == "completed"  # waits on its activity
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_seqscan = off")
+            before = task_table_scans()
+            resume = check(doctor(), "durable_resume_paths")
+            scans[size] = task_table_scans() - before
+        assert resume["details"]["failed_workflow_task"] == ["doctor-failed"]
+    assert scans[30] == scans[3], scans

@@ -11,14 +11,10 @@ from durable_workflow.engine.events import EventType
 from durable_workflow.executor import children, lifecycle
 from durable_workflow.executor.closing import finish
 from durable_workflow.executor.common import wake_workflow
-from durable_workflow.executor.start import _fingerprint, started_context
-from durable_workflow.headers import with_headers
+from durable_workflow.executor.opening import Event, started_event
 from durable_workflow.store import children as child_store
 from durable_workflow.store import messages, runs
-from durable_workflow.store import visibility as visibility_store
 from durable_workflow.store.records import RunRecord
-
-Event = tuple[str, dict[str, Any]]
 
 
 def continue_as_new(
@@ -36,6 +32,39 @@ def continue_as_new(
     parent link, and every signal, update and message that was received but not
     yet consumed, in the order this run received them.
     """
+    following, carried = _next_run(run, arguments, now=now)
+    run.set(status="completed", closed_reason="continued", closed_at=now)
+    events = finish(run, {}, now=now)
+    started = started_event(
+        following,
+        arguments=arguments,
+        details={"continued_from_run_id": str(run.id), "message_cursors": cursors or {}},
+        memo=carried.get("memo") or {},
+        search_attributes=carried.get("search_attributes") or {},
+        parent_instance_id=_instance_of(run.parent_run_id),
+        headers=headers,
+    )
+    carried_inputs = messages.carry_pending_inputs(run.id, following.id)
+    lifecycle.append(following, [started, *carried_inputs], now=now)
+    wake_workflow(following, now=now)
+    following.set(status="pending")
+    runs.save_run(following, now=now)
+    if run.parent_run_id is not None and run.parent_sequence is not None:
+        child_store.follow_run(run.parent_run_id, run.parent_sequence, following.id)
+        children.wake_parent(run.parent_run_id, now=now)
+    events.append(
+        (
+            EventType.WORKFLOW_CONTINUED_AS_NEW,
+            {"new_run_id": str(following.id), "new_run_number": following.run_number},
+        )
+    )
+    return events
+
+
+def _next_run(
+    run: RunRecord, arguments: dict[str, Any], *, now: dt.datetime
+) -> tuple[RunRecord, dict[str, Any]]:
+    """The instance's next run, and the fields it carried over from ``run``."""
     carried = runs.continuation_fields(run.id)
     if carried.get("run_timeout_seconds"):
         carried["run_deadline_at"] = now + dt.timedelta(seconds=carried["run_timeout_seconds"])
@@ -57,52 +86,7 @@ def continue_as_new(
             "continued_from_id": run.id,
         },
     )
-    run.set(status="completed", closed_reason="continued", closed_at=now)
-    events = finish(run, {}, now=now)
-    fingerprint = _fingerprint(run.workflow_type)
-    following.set(workflow_definition_fingerprint=fingerprint)
-    if carried.get("search_attributes"):
-        visibility_store.replace_attributes(following.id, carried["search_attributes"])
-    started = {
-        "workflow_definition_fingerprint": fingerprint,
-        "workflow_type": run.workflow_type,
-        "workflow_class": run.workflow_class,
-        "workflow_instance_id": run.instance_id,
-        "workflow_run_id": str(following.id),
-        "run_number": following.run_number,
-        "arguments": arguments,
-        "payload_codec": run.payload_codec,
-        "continued_from_run_id": str(run.id),
-        "message_cursors": cursors or {},
-        **started_context(
-            queue=run.queue,
-            memo=carried.get("memo") or {},
-            search_attributes=carried.get("search_attributes") or {},
-            parent_run_id=run.parent_run_id,
-            parent_instance_id=_instance_of(run.parent_run_id),
-        ),
-    }
-    lifecycle.append(
-        following,
-        [
-            (EventType.WORKFLOW_STARTED, with_headers(started, headers)),
-            *messages.carry_pending_inputs(run.id, following.id),
-        ],
-        now=now,
-    )
-    wake_workflow(following, now=now)
-    following.set(status="pending")
-    runs.save_run(following, now=now)
-    if run.parent_run_id is not None and run.parent_sequence is not None:
-        child_store.follow_run(run.parent_run_id, run.parent_sequence, following.id)
-        children.wake_parent(run.parent_run_id, now=now)
-    events.append(
-        (
-            EventType.WORKFLOW_CONTINUED_AS_NEW,
-            {"new_run_id": str(following.id), "new_run_number": following.run_number},
-        )
-    )
-    return events
+    return following, carried
 
 
 def _instance_of(run_id: uuid.UUID | None) -> str | None:

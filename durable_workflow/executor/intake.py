@@ -15,16 +15,22 @@ from durable_workflow.engine.limits import warn_if_near
 from durable_workflow.exceptions import InvalidValueError, WorkflowNotFoundError
 from durable_workflow.executor import lifecycle
 from durable_workflow.executor.common import retry_transaction, wake_workflow
-from durable_workflow.executor.start import StartOutcome, start_workflow
+from durable_workflow.executor.start import StartOutcome
+from durable_workflow.executor.with_start import (
+    WithStart,
+    intake_group,
+    linked_start,
+    lock_for_request,
+    start_in_group,
+)
 from durable_workflow.headers import check_headers, with_headers
-from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
     CommandStatus,
     CommandType,
     SignalStatus,
 )
-from durable_workflow.options import StartOptions
+from durable_workflow.options import DuplicateStartPolicy, StartOptions
 from durable_workflow.store import commands, database, messages, runs
 from durable_workflow.store.records import RunRecord
 from durable_workflow.text import check_name
@@ -195,25 +201,6 @@ def send_signal(
         )
 
 
-def linked_start(instance_id: str, prior: commands.PriorCommand) -> StartOutcome | None:
-    """The start command recorded with ``prior`` by one signal- or update-with-start
-    (``None`` when ``prior`` was not part of one, or nothing was started)."""
-    group_id = prior.payload.get("intake_group_id")
-    if not isinstance(group_id, str):
-        return None
-    start = commands.command_in_group(instance_id, CommandType.START, group_id)
-    if start is None:
-        return None
-    return StartOutcome(
-        accepted=start.status == CommandStatus.ACCEPTED,
-        outcome=start.outcome,
-        command_id=start.id,
-        instance_id=start.instance_id,
-        run_id=start.run_id,
-        rejection_reason=start.rejection_reason,
-    )
-
-
 def _repeated_signal(prior: commands.PriorCommand) -> SignalOutcome:
     return SignalOutcome(
         accepted=prior.command.status == CommandStatus.ACCEPTED,
@@ -329,46 +316,24 @@ def signal_with_start(
     ``request_id`` the instance already took a signal under returns that first outcome
     (its linked start too) and neither starts nor signals again.
     """
-    from durable_workflow.options import DuplicateStartPolicy
-
     check_name(signal_name, field="signal name")
     check_request_id(request_id)
-    group: dict[str, Any] = {
-        "intake_group_id": str(uuid.uuid4()),
-        "intake_mode": "signal_with_start",
-    }
     space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
         if request_id is not None:
-            # the instance row is the lock two deliveries of one request queue on
-            validate_instance_id(instance_id)
-            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
-            runs.lock_instance(instance_id, namespace=space)
-            prior = repeated_request(instance_id, CommandType.SIGNAL, request_id, namespace=space)
-            if prior is not None:
-                start = linked_start(instance_id, prior)
-                return SignalWithStartOutcome(start=start, signal=_repeated_signal(prior))
-            group["request_id"] = request_id
+            lock_for_request(instance_id, workflow_type, namespace=space, now=now)
+            repeated = _repeated_with_start(instance_id, request_id, namespace=space)
+            if repeated is not None:
+                return repeated
+        group = intake_group("signal_with_start", request_id)
+        request = WithStart(instance_id, workflow_type, source, group, space, now)
         values, rejection = check_signal(workflow_type, signal_name, signal_arguments)
         if rejection is not None:
-            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
-            current = runs.current_run(instance_id, namespace=space)
-            signal = _record_signal(
-                instance_id,
-                current,
-                signal_name,
-                [],
-                rejection,
-                source,
-                group,
-                namespace=space,
-                now=now,
-            )
-            return SignalWithStartOutcome(start=None, signal=signal)
-        start = start_workflow(
-            instance_id=instance_id,
-            workflow_type=workflow_type,
+            refused = _refuse_before_start(request, signal_name, rejection)
+            return SignalWithStartOutcome(start=None, signal=refused)
+        start = start_in_group(
+            request,
             workflow_class=workflow_class,
             arguments=start_arguments,
             options=dataclasses.replace(
@@ -376,9 +341,6 @@ def signal_with_start(
             ),
             queue=queue,
             connection=connection,
-            source=source,
-            command_metadata=group,
-            namespace=space,
         )
         signal = send_signal(
             instance_id,
@@ -390,3 +352,31 @@ def signal_with_start(
             namespace=space,
         )
     return SignalWithStartOutcome(start=start, signal=signal)
+
+
+def _repeated_with_start(
+    instance_id: str, request_id: str, *, namespace: str
+) -> SignalWithStartOutcome | None:
+    """The first outcome of a signal-with-start under ``request_id``: its signal and the
+    start linked to it."""
+    prior = repeated_request(instance_id, CommandType.SIGNAL, request_id, namespace=namespace)
+    if prior is None:
+        return None
+    return SignalWithStartOutcome(linked_start(instance_id, prior), _repeated_signal(prior))
+
+
+def _refuse_before_start(request: WithStart, name: str, rejection: Rejection) -> SignalOutcome:
+    """Record the refused signal of a signal-with-start; nothing is started."""
+    request.reserve()
+    current = runs.current_run(request.instance_id, namespace=request.namespace)
+    return _record_signal(
+        request.instance_id,
+        current,
+        name,
+        [],
+        rejection,
+        request.source,
+        request.group,
+        namespace=request.namespace,
+        now=request.now,
+    )

@@ -13,6 +13,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.engine.events import EventType
 from durable_workflow.executor import deduplication, dispatch, lifecycle, workflow_gate
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.opening import Event, started_event
 from durable_workflow.headers import with_headers
 from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import (
@@ -24,7 +25,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.options import DEFAULT_PRIORITY, DuplicateStartPolicy, StartOptions
 from durable_workflow.store import commands, database, runs, tasks, workflow_queues
-from durable_workflow.store import visibility as visibility_store
+from durable_workflow.store.records import CommandRecord, RunRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,19 @@ class StartOutcome:
     rejection_reason: str | None = None
     #: For ``deduplication_id_in_use``: the instance whose open run holds the id.
     holder_instance_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """What every command a start records names: the instance, the asker, the moment."""
+
+    instance_id: str
+    workflow_type: str
+    options: StartOptions
+    source: str
+    metadata: dict[str, Any] | None
+    namespace: str
+    now: dt.datetime
 
 
 @retry_transaction
@@ -62,17 +76,14 @@ def start_workflow(
 
     ``encoded_arguments`` / ``payload_codec`` / ``parent`` / ``parent_instance_id`` are
     for child workflows, whose arguments arrive already encoded in the parent's codec;
-    ``lineage_events``
-    are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``) and are
-    informational to replay. ``options.queue``, when set, routes the run instead of
-    ``queue``; on a queue that limits its runs, the run may wait for a slot
-    (``workflow_gate``). ``namespace``: the default
-    one unless given.
+    ``lineage_events`` are appended after ``WorkflowStarted`` (e.g. ``ScheduleTriggered``)
+    and are informational to replay. ``options.queue``, when set, routes the run instead
+    of ``queue``; on a queue that limits its runs, the run may wait for a slot
+    (``workflow_gate``). ``namespace``: the default one unless given.
     """
     validate_instance_id(instance_id)
     space = namespaces.resolve(namespace)
     settings = get_settings()
-    queue = options.queue or queue
     codec = payload_codec or settings.PAYLOAD_CODEC
     # Encoding first means bad arguments fail before anything is written.
     encoded = encoded_arguments or envelope.encode(list(arguments), codec)
@@ -86,114 +97,23 @@ def start_workflow(
             if prior is not None:
                 return prior
             command_metadata = {**(command_metadata or {}), "request_id": options.request_id}
+        request = _Request(
+            instance_id, workflow_type, options, source, command_metadata, space, now
+        )
         if instance.current_run_id is not None:
-            return _duplicate(
-                instance.current_run_id,
-                instance_id,
-                options,
-                source,
-                command_metadata,
-                namespace=space,
-                now=now,
-            )
-        holder = deduplication.holder(options.deduplication_id, namespace=space)
-        run = None
-        if holder is None:
-            run = deduplication.create_unless_held(
-                options.deduplication_id,
-                namespace=space,
-                instance_id=instance_id,
-                workflow_type=workflow_type,
-                workflow_class=workflow_class,
-                arguments=encoded,
-                payload_codec=codec,
-                queue=queue or settings.DEFAULT_QUEUE,
-                connection=connection,
-                now=now,
-                extra={**_run_extras(options, now), **(parent or {})},
-            )
-        if run is None:
-            command, holder = deduplication.reject(
-                instance_id, options, source, command_metadata, holder, namespace=space, now=now
-            )
-            return StartOutcome(
-                False,
-                "rejected_duplicate",
-                command.id,
-                instance_id,
-                None,
-                deduplication.REASON,
-                holder_instance_id=holder.instance_id if holder else None,
-            )
-        command = commands.record_command(
-            namespace=space,
-            instance_id=instance_id,
-            run_id=run.id,
-            command_type=CommandType.START,
-            status=CommandStatus.ACCEPTED,
-            outcome="started_new",
-            source=source,
-            now=now,
-            payload=with_headers(
-                {"workflow_type": workflow_type, **(command_metadata or {})}, options.headers
-            ),
-        )
-        fingerprint = _fingerprint(workflow_type)
-        run.set(workflow_definition_fingerprint=fingerprint)
-        if options.search_attributes:
-            visibility_store.replace_attributes(
-                run.id, {k: v for k, v in options.search_attributes.items() if v is not None}
-            )
-        started = {
-            "workflow_definition_fingerprint": fingerprint,
-            "workflow_type": workflow_type,
-            "workflow_class": workflow_class,
-            "workflow_instance_id": instance_id,
-            "workflow_run_id": str(run.id),
-            "run_number": run.run_number,
-            "arguments": encoded,
-            "payload_codec": codec,
-            "business_key": options.business_key,
-            "labels": options.labels,
-            "execution_timeout_seconds": options.execution_timeout_seconds,
-            "run_timeout_seconds": options.run_timeout_seconds,
-            "execution_deadline_at": _iso(run.execution_deadline_at),
-            "run_deadline_at": _iso(run.run_deadline_at),
-            **started_context(
-                queue=run.queue,
-                memo=options.memo,
-                search_attributes=options.search_attributes,
-                parent_run_id=run.parent_run_id,
-                parent_instance_id=parent_instance_id,
-            ),
-        }
-        lifecycle.append(
-            run,
-            [
-                (EventType.START_ACCEPTED, {"command_id": str(command.id)}),
-                (EventType.WORKFLOW_STARTED, with_headers(started, options.headers)),
-                *(lineage_events or []),
-            ],
-            now=now,
-        )
-        starts_now = workflow_gate.enter(run, now=now)
-        task = tasks.create_task(
-            run_id=run.id,
-            namespace=space,
-            task_type=TaskType.WORKFLOW,
-            available_at=now,
-            queue=run.queue,
+            return _duplicate(request, instance.current_run_id)
+        run, holder = _create_run(
+            request,
+            workflow_class=workflow_class,
+            arguments=encoded,
+            payload_codec=codec,
+            queue=options.queue or queue or settings.DEFAULT_QUEUE,
             connection=connection,
-            now=now,
-            compatibility=run.compatibility,
+            parent=parent,
         )
-        run.set(status=RunStatus.PENDING)
-        runs.save_run(run, now=now)
-        if starts_now:
-            dispatch.enqueue(task)
-        else:  # no message until a slot frees (``workflow_gate.wake``)
-            workflow_queues.mark_task_waiting(task.id, now=now)
-    return StartOutcome(True, "started_new", command.id, instance_id, run.id)
+        if run is None:
+            return _held(request, holder)
+        return _started(request, run, parent_instance_id, lineage_events or [])
 
 
 def _repeated(instance_id: str, request_id: str, *, namespace: str) -> StartOutcome | None:
@@ -215,38 +135,168 @@ def _repeated(instance_id: str, request_id: str, *, namespace: str) -> StartOutc
     )
 
 
-def started_context(
+def _duplicate(request: _Request, run_id: uuid.UUID) -> StartOutcome:
+    """The instance has a run already: return it if active and the policy says so."""
+    current = runs.get_run(run_id)
+    active = current is not None and current.status not in TERMINAL_RUN_STATUSES
+    policy = request.options.duplicate_start_policy
+    if active and policy == DuplicateStartPolicy.RETURN_EXISTING_ACTIVE:
+        outcome = "returned_existing_active"
+        command = _record(request, run_id, CommandStatus.ACCEPTED, outcome, request.metadata)
+        return StartOutcome(True, outcome, command.id, request.instance_id, run_id)
+    reason = "instance_already_started"
+    command = _record(
+        request, run_id, CommandStatus.REJECTED, "rejected_duplicate", request.metadata, reason
+    )
+    return StartOutcome(
+        False, "rejected_duplicate", command.id, request.instance_id, run_id, reason
+    )
+
+
+def _create_run(
+    request: _Request,
     *,
+    workflow_class: str,
+    arguments: dict[str, Any],
+    payload_codec: str,
     queue: str | None,
-    memo: dict[str, Any],
-    search_attributes: dict[str, Any],
-    parent_run_id: uuid.UUID | None,
+    connection: str | None,
+    parent: dict[str, Any] | None,
+) -> tuple[RunRecord | None, RunRecord | None]:
+    """The new run; or ``None`` and the open run holding the start's de-duplication id
+    (``None`` too when a concurrent start took the id first)."""
+    options = request.options
+    holder = deduplication.holder(options.deduplication_id, namespace=request.namespace)
+    if holder is not None:
+        return None, holder
+    run = deduplication.create_unless_held(
+        options.deduplication_id,
+        namespace=request.namespace,
+        instance_id=request.instance_id,
+        workflow_type=request.workflow_type,
+        workflow_class=workflow_class,
+        arguments=arguments,
+        payload_codec=payload_codec,
+        queue=queue,
+        connection=connection,
+        now=request.now,
+        extra={**_run_extras(options, request.now), **(parent or {})},
+    )
+    return run, None
+
+
+def _held(request: _Request, holder: RunRecord | None) -> StartOutcome:
+    """Reject the start: another open run holds its de-duplication id."""
+    command, holder = deduplication.reject(
+        request.instance_id,
+        request.options,
+        request.source,
+        request.metadata,
+        holder,
+        namespace=request.namespace,
+        now=request.now,
+    )
+    return StartOutcome(
+        False,
+        "rejected_duplicate",
+        command.id,
+        request.instance_id,
+        None,
+        deduplication.REASON,
+        holder_instance_id=holder.instance_id if holder else None,
+    )
+
+
+def _started(
+    request: _Request,
+    run: RunRecord,
     parent_instance_id: str | None,
-) -> dict[str, Any]:
-    """What ``dw.info()`` reads from ``WorkflowStarted``: routing, visibility, parent."""
-    context: dict[str, Any] = {
-        "queue": queue,
-        "memo": dict(memo or {}),
-        "search_attributes": {k: v for k, v in (search_attributes or {}).items() if v is not None},
+    lineage_events: list[Event],
+) -> StartOutcome:
+    """Record the accepted start, the run's first events and its first task."""
+    options = request.options
+    payload = {"workflow_type": request.workflow_type, **(request.metadata or {})}
+    command = _record(
+        request,
+        run.id,
+        CommandStatus.ACCEPTED,
+        "started_new",
+        with_headers(payload, options.headers),
+    )
+    started = started_event(
+        run,
+        arguments=run.arguments,
+        details=_started_details(options, run),
+        memo=options.memo,
+        search_attributes=options.search_attributes,
+        parent_instance_id=parent_instance_id,
+        headers=options.headers,
+    )
+    accepted = (EventType.START_ACCEPTED, {"command_id": str(command.id)})
+    lifecycle.append(run, [accepted, started, *lineage_events], now=request.now)
+    _first_task(run, now=request.now)
+    return StartOutcome(True, "started_new", command.id, request.instance_id, run.id)
+
+
+def _first_task(run: RunRecord, *, now: dt.datetime) -> None:
+    """The run's first workflow task; on a queue that limits its runs and has no free
+    slot, no message until one frees (``workflow_gate.wake``)."""
+    starts_now = workflow_gate.enter(run, now=now)
+    task = tasks.create_task(
+        run_id=run.id,
+        namespace=run.namespace,
+        task_type=TaskType.WORKFLOW,
+        available_at=now,
+        queue=run.queue,
+        connection=run.connection,
+        now=now,
+        compatibility=run.compatibility,
+    )
+    run.set(status=RunStatus.PENDING)
+    runs.save_run(run, now=now)
+    if starts_now:
+        dispatch.enqueue(task)
+    else:
+        workflow_queues.mark_task_waiting(task.id, now=now)
+
+
+def _record(
+    request: _Request,
+    run_id: uuid.UUID | None,
+    status: str,
+    outcome: str,
+    payload: dict[str, Any] | None,
+    rejection_reason: str | None = None,
+) -> CommandRecord:
+    """The start command, as the request asked it and with what came of it."""
+    return commands.record_command(
+        namespace=request.namespace,
+        instance_id=request.instance_id,
+        run_id=run_id,
+        command_type=CommandType.START,
+        status=status,
+        outcome=outcome,
+        rejection_reason=rejection_reason,
+        source=request.source,
+        payload=payload,
+        now=request.now,
+    )
+
+
+def _started_details(options: StartOptions, run: RunRecord) -> dict[str, Any]:
+    """What ``WorkflowStarted`` records of a start's options: visibility and deadlines."""
+    return {
+        "business_key": options.business_key,
+        "labels": options.labels,
+        "execution_timeout_seconds": options.execution_timeout_seconds,
+        "run_timeout_seconds": options.run_timeout_seconds,
+        "execution_deadline_at": _iso(run.execution_deadline_at),
+        "run_deadline_at": _iso(run.run_deadline_at),
     }
-    if parent_run_id is not None:
-        context["parent_workflow_instance_id"] = parent_instance_id
-        context["parent_workflow_run_id"] = str(parent_run_id)
-    return context
 
 
 def _iso(moment: dt.datetime | None) -> str | None:
     return moment.isoformat() if moment else None
-
-
-def _fingerprint(workflow_type: str) -> str:
-    from durable_workflow import registry
-    from durable_workflow.engine.versions import definition_fingerprint
-
-    try:
-        return definition_fingerprint(registry.workflow_class(workflow_type))
-    except LookupError:
-        return ""
 
 
 def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
@@ -268,45 +318,3 @@ def _run_extras(options: StartOptions, now: dt.datetime) -> dict[str, Any]:
         "deduplication_id": options.deduplication_id,
         "priority": DEFAULT_PRIORITY if options.priority is None else options.priority,
     }
-
-
-def _duplicate(
-    run_id: uuid.UUID,
-    instance_id: str,
-    options: StartOptions,
-    source: str,
-    metadata: dict[str, Any] | None,
-    *,
-    namespace: str,
-    now: dt.datetime,
-) -> StartOutcome:
-    current = runs.get_run(run_id)
-    active = current is not None and current.status not in TERMINAL_RUN_STATUSES
-    if active and options.duplicate_start_policy == DuplicateStartPolicy.RETURN_EXISTING_ACTIVE:
-        command = commands.record_command(
-            namespace=namespace,
-            instance_id=instance_id,
-            run_id=run_id,
-            command_type=CommandType.START,
-            status=CommandStatus.ACCEPTED,
-            outcome="returned_existing_active",
-            source=source,
-            payload=metadata,
-            now=now,
-        )
-        return StartOutcome(True, "returned_existing_active", command.id, instance_id, run_id)
-    command = commands.record_command(
-        namespace=namespace,
-        instance_id=instance_id,
-        run_id=run_id,
-        command_type=CommandType.START,
-        status=CommandStatus.REJECTED,
-        outcome="rejected_duplicate",
-        rejection_reason="instance_already_started",
-        source=source,
-        payload=metadata,
-        now=now,
-    )
-    return StartOutcome(
-        False, "rejected_duplicate", command.id, instance_id, run_id, "instance_already_started"
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -17,15 +18,20 @@ from durable_workflow.executor.intake import (
     Rejection,
     check_request_id,
     limit_rejection,
-    linked_start,
     recorded,
     repeated_request,
     resolve_target,
 )
 from durable_workflow.executor.readonly import CallFailed, call_on_replayed
-from durable_workflow.executor.start import StartOutcome, start_workflow
+from durable_workflow.executor.start import StartOutcome
+from durable_workflow.executor.with_start import (
+    WithStart,
+    intake_group,
+    linked_start,
+    lock_for_request,
+    start_in_group,
+)
 from durable_workflow.headers import check_headers, with_headers
-from durable_workflow.ids import validate_instance_id
 from durable_workflow.models import CommandStatus, CommandType, UpdateStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.store import commands, database, messages, runs
@@ -146,77 +152,99 @@ def submit_update(
         values: list[Any] = []
         if rejection is None and run is not None:
             public, values, rejection = _check(run, name, arguments)
-        accepted = rejection is None
-        said = recorded(rejection, "")
-        encoded = envelope.encode(values, run.payload_codec) if accepted and run else {}
-        command = commands.record_command(
-            namespace=space,
-            instance_id=instance_id,
-            run_id=run.id if run else None,
-            command_type=CommandType.UPDATE,
-            status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-            outcome=said.outcome,
-            rejection_reason=said.reason,
+        return _record_update(
+            instance_id,
+            run,
+            _Submitted(public, values, rejection, headers),
             source=source,
-            payload=with_headers({"update_name": public, **(metadata or {})}, headers),
-            metadata=said.metadata,
+            metadata=metadata or {},
+            namespace=space,
             now=now,
         )
-        if run is None:
-            return UpdateOutcome(
-                None,
-                command.id,
-                command.outcome,
-                command.rejection_reason,
-                said.metadata,
-            )
-        record = messages.create_update(
-            instance_id=instance_id,
-            run_id=run.id,
-            command_id=command.id,
-            name=public,
-            arguments=encoded,
-            status=UpdateStatus.ACCEPTED if accepted else UpdateStatus.REJECTED,
-            rejection_reason=said.reason,
-            failure_message="" if accepted else _message(rejection),
-            now=now,
-        )
-        if accepted:
-            event = (
-                EventType.UPDATE_ACCEPTED,
-                with_headers(
-                    {
-                        "update_id": str(record.id),
-                        "update_name": public,
-                        "arguments": encoded,
-                        "command_id": str(command.id),
-                    },
-                    headers,
-                ),
-            )
-            wake_workflow(run, now=now)
-        else:
-            event = (
-                EventType.UPDATE_REJECTED,
-                {
-                    "update_id": str(record.id),
-                    "update_name": public,
-                    "rejection_reason": said.reason,
-                    "message": record.failure_message,
-                },
-            )
-        # A closed or historical run's history is finished: the rejection stays on the
-        # command and update rows only.
-        if accepted or said.outcome not in _NOT_OPEN:
-            lifecycle.append(run, [event], now=now)
-            runs.save_run(run, now=now)
-    return UpdateOutcome(
-        record,
-        command.id,
-        command.outcome or None,
-        command.rejection_reason,
-        said.metadata,
+
+
+@dataclasses.dataclass(frozen=True)
+class _Submitted:
+    """An update as checked: its declared name, its arguments and why it is refused."""
+
+    name: str
+    values: list[Any]
+    rejection: Rejection | None
+    headers: dict[str, str] | None
+
+
+def _record_update(
+    instance_id: str,
+    run: RunRecord | None,
+    update: _Submitted,
+    *,
+    source: str,
+    metadata: dict[str, Any],
+    namespace: str,
+    now: dt.datetime,
+) -> UpdateOutcome:
+    """Record the update's command and, on a run, its row and event (the event only on
+    an open run: a closed or historical run's history is finished)."""
+    accepted = update.rejection is None
+    said = recorded(update.rejection, "")
+    encoded = envelope.encode(update.values, run.payload_codec) if accepted and run else {}
+    command = commands.record_command(
+        namespace=namespace,
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        command_type=CommandType.UPDATE,
+        status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+        outcome=said.outcome,
+        rejection_reason=said.reason,
+        source=source,
+        payload=with_headers({"update_name": update.name, **metadata}, update.headers),
+        metadata=said.metadata,
+        now=now,
     )
+    if run is None:
+        return UpdateOutcome(
+            None, command.id, command.outcome, command.rejection_reason, said.metadata
+        )
+    record = messages.create_update(
+        instance_id=instance_id,
+        run_id=run.id,
+        command_id=command.id,
+        name=update.name,
+        arguments=encoded,
+        status=UpdateStatus.ACCEPTED if accepted else UpdateStatus.REJECTED,
+        rejection_reason=said.reason,
+        failure_message="" if accepted else _message(update.rejection),
+        now=now,
+    )
+    event = _update_event(record, update, encoded, command.id)
+    if accepted:
+        wake_workflow(run, now=now)
+    if accepted or said.outcome not in _NOT_OPEN:
+        lifecycle.append(run, [event], now=now)
+        runs.save_run(run, now=now)
+    return UpdateOutcome(
+        record, command.id, command.outcome or None, command.rejection_reason, said.metadata
+    )
+
+
+def _update_event(
+    record: UpdateRecord, update: _Submitted, encoded: dict[str, Any], command_id: uuid.UUID
+) -> tuple[str, dict[str, Any]]:
+    """``UpdateAccepted`` with the arguments and headers, or ``UpdateRejected`` with why."""
+    if update.rejection is None:
+        accepted = {
+            "update_id": str(record.id),
+            "update_name": update.name,
+            "arguments": encoded,
+            "command_id": str(command_id),
+        }
+        return EventType.UPDATE_ACCEPTED, with_headers(accepted, update.headers)
+    return EventType.UPDATE_REJECTED, {
+        "update_id": str(record.id),
+        "update_name": update.name,
+        "rejection_reason": update.rejection.reason,
+        "message": record.failure_message,
+    }
 
 
 def _repeated(prior: commands.PriorCommand) -> UpdateOutcome:
@@ -286,52 +314,27 @@ def update_with_start(
     under returns the first outcome: nothing is started or submitted again."""
     check_name(update_name, field="update name")
     check_request_id(request_id)
-    group: dict[str, Any] = {
-        "intake_group_id": str(uuid.uuid4()),
-        "intake_mode": "update_with_start",
-    }
     space = namespaces.resolve(namespace)
     now = clock.now()
     with database.atomic():
         if request_id is not None:
-            validate_instance_id(instance_id)
-            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
-            runs.lock_instance(instance_id, namespace=space)  # two deliveries queue here
+            lock_for_request(instance_id, workflow_type, namespace=space, now=now)
             repeated = _repeated_with_start(instance_id, request_id, namespace=space)
             if repeated is not None:
                 return repeated
-            group["request_id"] = request_id
+        group = intake_group("update_with_start", request_id)
+        request = WithStart(instance_id, workflow_type, source, group, space, now)
         public, _, rejection, _ = _contract(workflow_type, update_name, update_arguments)
         if rejection is not None:
-            runs.reserve_instance(instance_id, workflow_type, namespace=space, now=now)
-            command = commands.record_command(
-                namespace=space,
-                instance_id=instance_id,
-                run_id=None,
-                command_type=CommandType.UPDATE,
-                status=CommandStatus.REJECTED,
-                outcome=rejection.outcome,
-                rejection_reason=rejection.reason,
-                source=source,
-                payload={"update_name": public, **group},
-                metadata=rejection.metadata,
-                now=now,
-            )
-            refused = UpdateOutcome(
-                None, command.id, command.outcome, rejection.reason, rejection.metadata
-            )
+            refused = _refuse_before_start(request, public, rejection)
             return UpdateWithStartOutcome(start=None, update=refused)
-        start = start_workflow(
-            instance_id=instance_id,
-            workflow_type=workflow_type,
+        start = start_in_group(
+            request,
             workflow_class=workflow_class,
             arguments=start_arguments,
             options=options,
             queue=queue,
             connection=connection,
-            source=source,
-            command_metadata=group,
-            namespace=space,
         )
         if not start.accepted:
             return UpdateWithStartOutcome(start=start, update=None)
@@ -345,3 +348,22 @@ def update_with_start(
             namespace=space,
         )
     return UpdateWithStartOutcome(start=start, update=update)
+
+
+def _refuse_before_start(request: WithStart, name: str, rejection: Rejection) -> UpdateOutcome:
+    """Record the refused update of an update-with-start: no run, nothing started."""
+    request.reserve()
+    command = commands.record_command(
+        namespace=request.namespace,
+        instance_id=request.instance_id,
+        run_id=None,
+        command_type=CommandType.UPDATE,
+        status=CommandStatus.REJECTED,
+        outcome=rejection.outcome,
+        rejection_reason=rejection.reason,
+        source=request.source,
+        payload={"update_name": name, **request.group},
+        metadata=rejection.metadata,
+        now=request.now,
+    )
+    return UpdateOutcome(None, command.id, command.outcome, rejection.reason, rejection.metadata)

@@ -21,7 +21,7 @@ from typing import Any
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.failures import describe
 from durable_workflow.exceptions import WorkerSessionRejected
-from durable_workflow.executor import dispatch, identity, lifecycle, sessions
+from durable_workflow.executor import dispatch, identity, lifecycle, session_admission, sessions
 from durable_workflow.executor.activity_failures import record_final_failure
 from durable_workflow.logs import get_logger
 from durable_workflow.models import FailureCategory, TaskStatus
@@ -43,14 +43,14 @@ def admitted(
     options["queue"] = options.get("queue") or execution.queue
     options["connection"] = options.get("connection") or execution.connection
     worker = sessions.worker_for(None, now=now)
-    result = sessions.admit(options, worker, now=now, activity_task_id=task.id)
+    result = session_admission.admit(options, worker, now=now, activity_task_id=task.id)
     if result["admitted"]:
         return True
     reason = result["reason"]
     error = f"{session_store.REFUSAL_PREFIX}{reason}: {result.get('error', '')}"
     tasks.note_error(task.id, error, now=now)
     logger.info("in-session activity task %s not admitted: %s", task.id, reason)
-    if reason in sessions.PERMANENT_REASONS:
+    if reason in session_admission.PERMANENT_REASONS:
         _fail_for_good(task, run, execution, result, now=now)
     else:
         queue, wait = _next_stop(reason, options["session_id"], pause(task), now=now)

@@ -241,7 +241,7 @@ def _start(
     context: CommandContext | None,
     success: str,
 ) -> FireResult:
-    cls = registry.workflow_class(schedule.workflow_type)
+    """Start the fire's run; a start the instance refuses skips the fire."""
     trigger_number = schedule.fires_count + 1
     lineage = {
         "schedule_id": schedule.schedule_id,
@@ -252,6 +252,35 @@ def _start(
         "trigger_number": trigger_number,
         "occurrence_time": timestamp(occurrence),
     }
+    started = _start_run(schedule, instance_id, lineage)
+    if not started.accepted:
+        store.update_fire(
+            schedule,
+            instance_id,
+            now=now,
+            status=ScheduleFireStatus.SKIPPED,
+            skip_reason=SkipReason.INSTANCE_ALREADY_STARTED,
+        )
+        return skip(schedule, SkipReason.INSTANCE_ALREADY_STARTED, occurrence, now, context)
+    run_id = str(started.run_id)
+    store.update_fire(schedule, instance_id, now=now, run_id=started.run_id)
+    remaining = schedule.remaining_actions
+    schedule.set(
+        fires_count=trigger_number,
+        last_fired_at=now,
+        latest_instance_id=instance_id,
+        remaining_actions=None if remaining is None else remaining - 1,
+    )
+    _audit_triggered(schedule, instance_id, started, lineage, now=now, context=context)
+    if schedule.remaining_actions == 0:
+        retire(schedule, DELETE_REASON_MAX_RUNS, now, context)
+    return _result(schedule, success, occurrence, instance_id=instance_id, run_id=run_id)
+
+
+def _start_run(schedule: ScheduleRecord, instance_id: str, lineage: dict[str, Any]) -> StartOutcome:
+    """``start_workflow`` through the interceptors, with the schedule's input, routing and
+    visibility, and ``ScheduleTriggered`` after ``WorkflowStarted``."""
+    cls = registry.workflow_class(schedule.workflow_type)
 
     def begin(input: interceptors.StartWorkflowInput) -> StartOutcome:
         return start_workflow(
@@ -285,31 +314,27 @@ def _start(
         ),
         begin,
     )
-    if not started.accepted:
-        store.update_fire(
-            schedule,
-            instance_id,
-            now=now,
-            status=ScheduleFireStatus.SKIPPED,
-            skip_reason=SkipReason.INSTANCE_ALREADY_STARTED,
-        )
-        return skip(schedule, SkipReason.INSTANCE_ALREADY_STARTED, occurrence, now, context)
-    run_id = str(started.run_id)
-    store.update_fire(schedule, instance_id, now=now, run_id=started.run_id)
-    remaining = schedule.remaining_actions
-    schedule.set(
-        fires_count=trigger_number,
-        last_fired_at=now,
-        latest_instance_id=instance_id,
-        remaining_actions=None if remaining is None else remaining - 1,
-    )
+    return started
+
+
+def _audit_triggered(
+    schedule: ScheduleRecord,
+    instance_id: str,
+    started: StartOutcome,
+    lineage: dict[str, Any],
+    *,
+    now: dt.datetime,
+    context: CommandContext | None,
+) -> None:
+    """The fire's ``ScheduleTriggered`` in the schedule's audit stream (``lineage``: what
+    the run's own ``ScheduleTriggered`` recorded)."""
     fields = {
         "workflow_instance_id": instance_id,
-        "workflow_run_id": run_id,
+        "workflow_run_id": str(started.run_id),
         "outcome": started.outcome,
-        "effective_overlap_policy": str(policy),
-        "trigger_number": trigger_number,
-        "occurrence_time": timestamp(occurrence),
+        "effective_overlap_policy": lineage["overlap_policy"],
+        "trigger_number": lineage["trigger_number"],
+        "occurrence_time": lineage["occurrence_time"],
     }
     payload = build_payload(ScheduleEventType.TRIGGERED, fields, context)
     store.append_event(
@@ -318,11 +343,8 @@ def _start(
         payload,
         now=now,
         instance_id=instance_id,
-        run_id=run_id,
+        run_id=str(started.run_id),
     )
-    if schedule.remaining_actions == 0:
-        retire(schedule, DELETE_REASON_MAX_RUNS, now, context)
-    return _result(schedule, success, occurrence, instance_id=instance_id, run_id=run_id)
 
 
 def _already_fired(

@@ -18,6 +18,7 @@ from durable_workflow.executor import children, lifecycle, session_release, work
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.intake import (
     check_request_id,
+    record_decision,
     recorded,
     repeated_request,
     resolve_target,
@@ -220,18 +221,16 @@ def _close_command(
         accepted = rejection is None
         said = recorded(rejection, "cancelled" if kind == "cancel" else "terminated")
         outcome = said.outcome
-        command = commands.record_command(
-            namespace=space,
-            instance_id=instance_id,
-            run_id=run.id if run else None,
-            command_type=command_type,
-            status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-            outcome=outcome,
-            rejection_reason=said.reason,
+        command = record_decision(
+            command_type,
+            instance_id,
+            run,
+            said,
+            accepted=accepted,
             source=source,
             reason=reason or "",
             payload=with_headers({} if request_id is None else {"request_id": request_id}, headers),
-            metadata=said.metadata,
+            namespace=space,
             now=now,
         )
         if accepted and run is not None:

@@ -83,61 +83,85 @@ def request_repair(
         repeated = repeated_repair(instance_id, request_id, namespace=space)
         if repeated is not None:
             return repeated
-
-        def record(
-            status: str, outcome: str, rejection: str | None = None, **done: Any
-        ) -> CommandOutcome:
-            command = commands.record_command(
-                namespace=space,
-                instance_id=instance_id,
-                run_id=run.id if run else None,
-                command_type=CommandType.REPAIR,
-                status=status,
-                outcome=outcome,
-                rejection_reason=rejection,
-                source=source,
-                reason=reason,
-                payload={} if request_id is None else {"request_id": request_id},
-                metadata=done,
-                now=now,
-            )
-            return CommandOutcome(
-                status == CommandStatus.ACCEPTED, outcome, command.id, rejection, done
-            )
-
+        repair = _Repair(instance_id, run, source, reason, request_id, space, now)
         if run is None:
-            return record(CommandStatus.REJECTED, "rejected_not_started", "instance_not_started")
+            return repair.record(
+                CommandStatus.REJECTED, "rejected_not_started", "instance_not_started"
+            )
         if run.status in TERMINAL_RUN_STATUSES:
-            return record(CommandStatus.REJECTED, "rejected_not_active", "run_not_active")
-        reclaimed = _reclaim_expired(run, now=now)
-        open_tasks = tasks.open_tasks_of_run(run.id)
-        healthy = (
-            not open_tasks
-            and run.status == "waiting"
-            and tasks.last_workflow_task_status(run.id) == TaskStatus.COMPLETED
+            return repair.record(CommandStatus.REJECTED, "rejected_not_active", "run_not_active")
+        return _repair(run, repair)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Repair:
+    """One repair request as its command records it: the instance and its run, the
+    asker and the reason, the request id, the namespace and the moment."""
+
+    instance_id: str
+    run: RunRecord | None
+    source: str
+    reason: str
+    request_id: str | None
+    namespace: str
+    now: dt.datetime
+
+    def record(
+        self, status: str, outcome: str, rejection: str | None = None, **done: Any
+    ) -> CommandOutcome:
+        """The repair command; ``done`` (what the repair did) is its metadata."""
+        command = commands.record_command(
+            namespace=self.namespace,
+            instance_id=self.instance_id,
+            run_id=self.run.id if self.run else None,
+            command_type=CommandType.REPAIR,
+            status=status,
+            outcome=outcome,
+            rejection_reason=rejection,
+            source=self.source,
+            reason=self.reason,
+            payload={} if self.request_id is None else {"request_id": self.request_id},
+            metadata=done,
+            now=self.now,
         )
-        if healthy and not reclaimed:  # waiting on a signal, an update, a child...
-            return record(CommandStatus.ACCEPTED, "repair_not_needed")
-        recreated = not open_tasks and not healthy
-        if recreated:
-            wake_workflow(run, now=now)
-        ready = [task for task in open_tasks if task.status == TaskStatus.READY]
-        for task in ready:
-            dispatch.enqueue(task)
-        if not (reclaimed or recreated or ready):  # a worker holds every open task now
-            return record(CommandStatus.ACCEPTED, "repair_not_needed")
-        result = record(
-            CommandStatus.ACCEPTED,
-            "repair_dispatched",
-            reclaimed_leases=reclaimed,
-            resent_tasks=len(ready),
-            recreated_workflow_task=recreated,
+        return CommandOutcome(
+            status == CommandStatus.ACCEPTED, outcome, command.id, rejection, done
         )
-        lifecycle.append(
-            run, [(EventType.REPAIR_REQUESTED, {"command_id": str(result.command_id)})], now=now
-        )
-        runs.save_run(run, now=now)
-        return result
+
+
+def _repair(run: RunRecord, repair: _Repair) -> CommandOutcome:
+    """Repair an open run: reclaim expired leases, re-send ready tasks' messages, and
+    re-create its workflow task when none is open and it is not healthily waiting."""
+    now = repair.now
+    reclaimed = _reclaim_expired(run, now=now)
+    open_tasks = tasks.open_tasks_of_run(run.id)
+    healthy = (
+        not open_tasks
+        and run.status == "waiting"
+        and tasks.last_workflow_task_status(run.id) == TaskStatus.COMPLETED
+    )
+    if healthy and not reclaimed:  # waiting on a signal, an update, a child...
+        return repair.record(CommandStatus.ACCEPTED, "repair_not_needed")
+    recreated = not open_tasks and not healthy
+    if recreated:
+        wake_workflow(run, now=now)
+    ready = [task for task in open_tasks if task.status == TaskStatus.READY]
+    for task in ready:
+        dispatch.enqueue(task)
+    if not (reclaimed or recreated or ready):  # a worker holds every open task now
+        return repair.record(CommandStatus.ACCEPTED, "repair_not_needed")
+    result = repair.record(
+        CommandStatus.ACCEPTED,
+        "repair_dispatched",
+        reclaimed_leases=reclaimed,
+        resent_tasks=len(ready),
+        recreated_workflow_task=recreated,
+    )
+    lifecycle.append(
+        run, [(EventType.REPAIR_REQUESTED, {"command_id": str(result.command_id)})], now=now
+    )
+    runs.save_run(run, now=now)
+    return result
 
 
 def _reclaim_expired(run: RunRecord, *, now: dt.datetime) -> int:

@@ -32,7 +32,7 @@ from durable_workflow.models import (
 )
 from durable_workflow.options import DuplicateStartPolicy, StartOptions
 from durable_workflow.store import commands, database, messages, runs
-from durable_workflow.store.records import RunRecord
+from durable_workflow.store.records import CommandRecord, RunRecord
 from durable_workflow.text import check_name
 
 
@@ -48,6 +48,37 @@ def recorded(rejection: Rejection | None, accepted: str) -> Rejection:
     or for an accepted command (``rejection`` is ``None``) the outcome ``accepted`` with
     no reason and no metadata."""
     return Rejection(accepted, None) if rejection is None else rejection
+
+
+def record_decision(
+    command_type: str,
+    instance_id: str,
+    run: RunRecord | None,
+    said: Rejection,
+    *,
+    accepted: bool,
+    source: str,
+    payload: dict[str, Any],
+    namespace: str,
+    now: dt.datetime,
+    reason: str = "",
+) -> CommandRecord:
+    """A command accepted or rejected on ``run`` (``None``: the instance has none to
+    take it), recording ``said`` (what ``recorded`` answers): outcome, reason, metadata."""
+    return commands.record_command(
+        namespace=namespace,
+        instance_id=instance_id,
+        run_id=run.id if run else None,
+        command_type=command_type,
+        status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
+        outcome=said.outcome,
+        rejection_reason=said.reason,
+        source=source,
+        reason=reason,
+        payload=payload,
+        metadata=said.metadata,
+        now=now,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,17 +262,15 @@ def _record_signal(
     encoded = envelope.encode(values, codec) if rejection is None else {}
     accepted = rejection is None
     said = recorded(rejection, "signal_received")
-    command = commands.record_command(
-        namespace=namespace,
-        instance_id=instance_id,
-        run_id=run.id if run else None,
-        command_type=CommandType.SIGNAL,
-        status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-        outcome=said.outcome,
-        rejection_reason=said.reason,
+    command = record_decision(
+        CommandType.SIGNAL,
+        instance_id,
+        run,
+        said,
+        accepted=accepted,
         source=source,
         payload=with_headers({"signal_name": name, **metadata}, headers),
-        metadata=said.metadata,
+        namespace=namespace,
         now=now,
     )
     signal_id = messages.create_signal(
@@ -256,24 +285,14 @@ def _record_signal(
         now=now,
     )
     if accepted and run is not None:
-        lifecycle.append(
-            run,
-            [
-                (
-                    EventType.SIGNAL_RECEIVED,
-                    with_headers(
-                        {
-                            "signal_id": str(signal_id),
-                            "signal_name": name,
-                            "arguments": encoded,
-                            "command_id": str(command.id),
-                        },
-                        headers,
-                    ),
-                )
-            ],
-            now=now,
-        )
+        received = {
+            "signal_id": str(signal_id),
+            "signal_name": name,
+            "arguments": encoded,
+            "command_id": str(command.id),
+        }
+        event = (EventType.SIGNAL_RECEIVED, with_headers(received, headers))
+        lifecycle.append(run, [event], now=now)
         wake_workflow(run, now=now)
         runs.save_run(run, now=now)
     return SignalOutcome(

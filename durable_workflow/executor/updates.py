@@ -18,6 +18,7 @@ from durable_workflow.executor.intake import (
     Rejection,
     check_request_id,
     limit_rejection,
+    record_decision,
     recorded,
     repeated_request,
     resolve_target,
@@ -188,17 +189,15 @@ def _record_update(
     accepted = update.rejection is None
     said = recorded(update.rejection, "")
     encoded = envelope.encode(update.values, run.payload_codec) if accepted and run else {}
-    command = commands.record_command(
-        namespace=namespace,
-        instance_id=instance_id,
-        run_id=run.id if run else None,
-        command_type=CommandType.UPDATE,
-        status=CommandStatus.ACCEPTED if accepted else CommandStatus.REJECTED,
-        outcome=said.outcome,
-        rejection_reason=said.reason,
+    command = record_decision(
+        CommandType.UPDATE,
+        instance_id,
+        run,
+        said,
+        accepted=accepted,
         source=source,
         payload=with_headers({"update_name": update.name, **metadata}, update.headers),
-        metadata=said.metadata,
+        namespace=namespace,
         now=now,
     )
     if run is None:

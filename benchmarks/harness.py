@@ -18,7 +18,7 @@ from benchmarks.report import evaluate_targets, print_table
 from benchmarks.scenarios import ORDER
 from benchmarks.scenarios.common import Context
 
-OPT_IN = {"aged"}
+OPT_IN = {"aged", "prune"}
 NEEDS_WORKERS = {
     "sequential",
     "throughput",
@@ -30,6 +30,7 @@ NEEDS_WORKERS = {
     "floor",
     "scaling",
     "aged",
+    "prune",
 }
 
 
@@ -81,6 +82,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=100_000,
         help="aged: open runs waiting on timers and signals (default 100,000)",
+    )
+    parser.add_argument(
+        "--prune-runs",
+        type=int,
+        default=240_000,
+        help="prune: closed runs to delete, over --repeat rounds (default 240,000)",
+    )
+    parser.add_argument(
+        "--prune-batch", type=int, default=500, help="prune: runs per transaction (default 500)"
     )
     return parser.parse_args(argv)
 
@@ -163,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         seed_runs=args.seed_runs,
         seed_open=args.seed_open,
         keep_db=args.keep_db,
+        prune_runs=args.prune_runs,
+        prune_batch=args.prune_batch,
     )
     os.environ["DW_BENCH_DB_CONNECTIONS"] = config.DB_CONNECTIONS = args.db_connections
     services.check_services()
@@ -188,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
             "pool": "solo",
             "throughput_n": ctx.throughput_n,
             "memory_n": ctx.memory_n,
-            "seed": {"runs": ctx.seed_runs, "open": ctx.seed_open} if "aged" in selected else None,
+            "seed": {"runs": ctx.seed_runs, "open": ctx.seed_open}
+            if {"aged", "prune"} & set(selected)
+            else None,
             "db_connections": config.DB_CONNECTIONS,
             "machine": machine_info(),
             "source": source_info(),

@@ -14,4 +14,5 @@ ORDER = [
     "floor",
     "scaling",
     "aged",
+    "prune",
 ]

@@ -23,6 +23,8 @@ class Context:
     seed_runs: int = 1_000_000
     seed_open: int = 100_000
     keep_db: bool = False
+    prune_runs: int = 240_000
+    prune_batch: int = 500
 
     def log(self, message: str) -> None:
         print(f"  · {message}", flush=True)

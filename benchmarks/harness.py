@@ -18,7 +18,7 @@ from benchmarks.report import evaluate_targets, print_table
 from benchmarks.scenarios import ORDER
 from benchmarks.scenarios.common import Context
 
-OPT_IN = {"aged", "prune"}
+OPT_IN = {"aged", "prune", "timers"}
 NEEDS_WORKERS = {
     "sequential",
     "throughput",
@@ -31,6 +31,7 @@ NEEDS_WORKERS = {
     "scaling",
     "aged",
     "prune",
+    "timers",
 }
 
 
@@ -91,6 +92,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--prune-batch", type=int, default=500, help="prune: runs per transaction (default 500)"
+    )
+    parser.add_argument(
+        "--timers-n", type=int, help="timers: workflows sleeping (default 10,000, quick 1,000)"
+    )
+    parser.add_argument(
+        "--timers-spread",
+        type=float,
+        action="append",
+        metavar="SECONDS",
+        help="timers: due times spread evenly over this many seconds, one round each "
+        "(repeatable; default 60 and 1)",
+    )
+    parser.add_argument(
+        "--timers-lead",
+        type=float,
+        help="timers: seconds from the first start to the first due time (default: 1.25 x "
+        "the time the warm-up says scheduling them takes, plus 20)",
+    )
+    parser.add_argument(
+        "--timers-variant",
+        action="append",
+        choices=("in-place", "message"),
+        help="timers: how a fired timer wakes its workflow, one pass each (repeatable): in "
+        "the timer's transaction (default) or through a workflow task's message",
+    )
+    parser.add_argument(
+        "--timers-aged",
+        action="store_true",
+        help="timers: the rounds again on a clone of the seeded database (--seed-runs/--seed-open)",
     )
     return parser.parse_args(argv)
 
@@ -175,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         keep_db=args.keep_db,
         prune_runs=args.prune_runs,
         prune_batch=args.prune_batch,
+        timers_n=args.timers_n or (1_000 if args.quick else 10_000),
+        timers_spreads=tuple(args.timers_spread or (60.0, 1.0)),
+        timers_lead=args.timers_lead,
+        timers_aged=args.timers_aged,
+        timers_variants=tuple(args.timers_variant or ("in-place",)),
     )
     os.environ["DW_BENCH_DB_CONNECTIONS"] = config.DB_CONNECTIONS = args.db_connections
     services.check_services()

@@ -161,4 +161,24 @@ class BigPayloads(Workflow):
         return total
 
 
+def _engine_time() -> float:
+    from durable_workflow import clock
+
+    return clock.now().timestamp()
+
+
+class SleepUntil(Workflow):
+    """Sleeps until ``due`` (epoch seconds on the engine's clock), then returns: the
+    ``timers`` scenario. The delay is counted from the clock of the first workflow task
+    (a side effect), not from the start's time, so a backlog of starts does not move
+    the timer's due time."""
+
+    type_key = "bench.sleep-until"
+
+    def handle(self, due: float) -> float:
+        now = dw.side_effect(_engine_time)
+        dw.timer(max(due - now, 0.001))
+        return due
+
+
 from benchmarks import seed_workflows  # noqa: E402,F401  (the seed copies their runs)

@@ -15,4 +15,5 @@ ORDER = [
     "scaling",
     "aged",
     "prune",
+    "timers",
 ]

@@ -25,6 +25,11 @@ class Context:
     keep_db: bool = False
     prune_runs: int = 240_000
     prune_batch: int = 500
+    timers_n: int = 10_000
+    timers_spreads: tuple[float, ...] = (60.0, 1.0)
+    timers_lead: float | None = None
+    timers_aged: bool = False
+    timers_variants: tuple[str, ...] = ("in-place",)
 
     def log(self, message: str) -> None:
         print(f"  · {message}", flush=True)

@@ -1,28 +1,42 @@
-"""A timer task: fire a due timer and wake the workflow. The row decides, not the broker."""
+"""A timer task: fire a due timer and wake the workflow. The row decides, not the broker.
+
+The workflow task the timer wakes runs in the same transaction when it may, as after
+an activity's result (``eager.continue_here``): a timer then costs one transaction
+and one message, not two of each.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from durable_workflow import clock, logs
+from durable_workflow.conf import get_settings
 from durable_workflow.engine.durations import whole_or_fraction
 from durable_workflow.engine.events import EventType
-from durable_workflow.executor import compatibility, dispatch, lifecycle
+from durable_workflow.executor import affinity, compatibility, dispatch, eager, lifecycle, poison
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.outcomes import TimerTaskOutcome as Outcome
 from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
 from durable_workflow.store import activities, database, runs, tasks
+from durable_workflow.store.records import RunRecord, TaskRecord
 
 
-def run_timer_task(task_id: uuid.UUID | str) -> Outcome:
-    """Fire one timer; returns what that came to (``TimerTaskOutcome``)."""
+def run_timer_task(task_id: uuid.UUID | str, *, redelivered: bool = False) -> Outcome:
+    """Fire one timer; returns what that came to (``TimerTaskOutcome``).
+
+    ``redelivered``: the broker delivers this message again (an earlier delivery may
+    have died with its worker, and with the workflow task run in place): the workflow
+    is then woken the regular way, its task's first attempt counted (``poison``)."""
     with logs.scope():
-        return _fire(task_id)
+        outcome = _fire(task_id, redelivered=redelivered)
+    eager.drain()
+    return outcome
 
 
 @retry_transaction
-def _fire(task_id: uuid.UUID | str) -> Outcome:
+def _fire(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
     now = clock.now()
     with database.atomic():
         task = tasks.get(task_id)
@@ -45,21 +59,40 @@ def _fire(task_id: uuid.UUID | str) -> Outcome:
         tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
         if timer.status != TimerStatus.PENDING or not activities.fire_timer(timer.id, now=now):
             return Outcome.SKIPPED
-        lifecycle.append(
-            run,
-            [
-                (
-                    EventType.TIMER_FIRED,
-                    {
-                        "sequence": timer.sequence,
-                        "timer_id": str(timer.id),
-                        "delay_seconds": whole_or_fraction(timer.delay_seconds),
-                        "fired_at": now.isoformat(),
-                    },
-                )
-            ],
-            now=now,
-        )
-        wake_workflow(run, now=now)
+        fired = {
+            "sequence": timer.sequence,
+            "timer_id": str(timer.id),
+            "delay_seconds": whole_or_fraction(timer.delay_seconds),
+            "fired_at": now.isoformat(),
+        }
+        lifecycle.append(run, [(EventType.TIMER_FIRED, fired)], now=now)
+        _wake(run, task, now=now, retried=redelivered or task.dispatch_count > 1)
         runs.save_run(run, now=now)
     return Outcome.FIRED
+
+
+def _wake(run: RunRecord, task: TaskRecord, *, now: dt.datetime, retried: bool) -> None:
+    """Run the workflow on from the timer: here, in this transaction, when it may; else
+    through a workflow task (one that is ready already reads the timer too).
+
+    ``retried``: this timer task may have run before and died with the workflow task
+    it ran in place; that workflow task goes the regular way, counted first."""
+    ready = tasks.ready_workflow_task(run.id) is not None
+    if ready or retried or not _here_ok(run, now):
+        flagged = dict(poison.COUNT_FIRST) if retried and not ready else None
+        wake_workflow(run, now=now, ready=ready, payload=flagged)
+        return
+    if not eager.continue_here(run, now=now):
+        follow_up = wake_workflow(run, now=now, ready=False, eager=True)  # after commit
+        if follow_up is not None:
+            eager.offer(eager.WORKFLOW, follow_up)
+
+
+def _here_ok(run: RunRecord, now: dt.datetime) -> bool:
+    """May the woken workflow task run in this process? Not when eager workflow tasks
+    are off, the message's chain is used up, or the run is warm in a live worker."""
+    return bool(
+        get_settings().EAGER_WORKFLOW_TASKS
+        and eager.allowed()
+        and affinity.may_run_here(run, now=now)
+    )

@@ -257,9 +257,10 @@ def _stop_worker(exc: BaseException) -> NoReturn:
     raise WorkerShutdown(code) from exc
 
 
-def _redelivered() -> bool:
-    """Is the current message a redelivery (an earlier delivery may have died with it)?"""
-    info = getattr(workflow_task.request, "delivery_info", None) or {}
+def _redelivered(task: Any) -> bool:
+    """Is ``task``'s current message a redelivery (an earlier delivery may have died
+    with it)?"""
+    info = getattr(task.request, "delivery_info", None) or {}
     return bool(info.get("redelivered"))
 
 
@@ -267,7 +268,7 @@ def _redelivered() -> bool:
 def workflow_task(task_id: str) -> str:
     from durable_workflow.executor import run_workflow_task
 
-    redelivered = _redelivered()
+    redelivered = _redelivered(workflow_task)
     return _entry_point(lambda: run_workflow_task(task_id, redelivered=redelivered))
 
 
@@ -282,7 +283,8 @@ def activity_task(task_id: str) -> str:
 def timer_task(task_id: str) -> str:
     from durable_workflow.executor import run_timer_task
 
-    return _entry_point(lambda: run_timer_task(task_id))
+    redelivered = _redelivered(timer_task)
+    return _entry_point(lambda: run_timer_task(task_id, redelivered=redelivered))
 
 
 @shared_task(name=REPAIR_TASK, ignore_result=True)

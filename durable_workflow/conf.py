@@ -82,8 +82,9 @@ class Settings:
     UPDATE_WAIT_TIMEOUT_SECONDS: float = 10.0
     #: How often a waiting update caller polls its row.
     UPDATE_POLL_INTERVAL_MS: int = 50
-    #: Run the workflow task an activity result wakes in the same worker, right away
-    #: (when the workflow and the activity share a queue), instead of publishing it.
+    #: Run the workflow task an activity result (when the workflow and the activity
+    #: share a queue) or a due timer wakes in the same worker, right away, instead of
+    #: publishing it.
     EAGER_WORKFLOW_TASKS: bool = True
     #: Run a queued activity a workflow task schedules in the same worker, right away
     #: (when the activity shares the run's queue), instead of publishing it.

@@ -405,6 +405,11 @@ def load(entries: Sequence[Any]) -> list[object]:
     return loaded
 
 
+def intercepted(method: str) -> bool:
+    """Does any configured interceptor define ``method``?"""
+    return any(getattr(interceptor, method, None) is not None for interceptor in _configured)
+
+
 def call(method: str, input: I, innermost: Next[I, O]) -> O:
     """Run ``input`` through every configured interceptor's ``method``, then ``innermost``."""
     chained = innermost

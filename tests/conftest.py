@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 
@@ -109,3 +110,37 @@ def pytest_collection_modifyitems(config, items):
             kwargs["transaction"] = True
         kwargs["databases"] = "__all__"
         item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _engine_statements_keep_their_order():
+    """The contract of the engine's batched block (``store.roundtrips.holding``), checked
+    on every statement that reaches a driver in the test's thread: none that is not the
+    engine's may run while the engine holds back its ``BEGIN`` or writes (it would run
+    before them, or outside the transaction). The engine flushes before it hands control
+    to other code. A statement some later wrapper refuses before the driver (the guard
+    against queries from a workflow body) is not run, so it breaks nothing."""
+    from django.db import DatabaseError, connections
+
+    from durable_workflow.store import roundtrips
+
+    broken: list[str] = []
+
+    def check(execute, sql, params, many, context):
+        if not roundtrips.holding(context["connection"]):
+            return execute(sql, params, many, context)
+        try:
+            result = execute(sql, params, many, context)
+        except DatabaseError:
+            broken.append(sql)
+            raise
+        except BaseException:
+            raise  # refused before the driver
+        broken.append(sql)
+        return result
+
+    with contextlib.ExitStack() as stack:
+        for conn in connections.all():
+            stack.enter_context(conn.execute_wrapper(check))
+        yield
+    assert not broken, f"statements ran while the engine held back its own: {broken}"

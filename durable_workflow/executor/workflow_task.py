@@ -71,7 +71,7 @@ from durable_workflow.models import (
     TaskStatus,
     WorkflowRun,
 )
-from durable_workflow.store import database, history, runs, sql, tasks
+from durable_workflow.store import database, history, runs, savepoints, sql, tasks
 from durable_workflow.store.records import RunRecord, TaskRecord
 
 logger = get_logger("durable_workflow")
@@ -320,7 +320,7 @@ def continue_here(run: RunRecord, *, now: dt.datetime) -> bool:
     before = dataclasses.replace(run, dirty=set(run.dirty), appended=list(run.appended))
     runtime, started = None, time.monotonic()
     try:
-        with logs.run_scope(run), database.atomic():
+        with logs.run_scope(run), savepoints.savepoint(WorkflowRun):
             row = workflow_task_row(run, now=now)
             mode, _ = affinity.decide(tasks.record_of(row), now=now)
             tasks.lease_new(
@@ -392,11 +392,11 @@ def _advance_and_settle(
     else:
         try:
             try:
-                with database.atomic():
+                with savepoints.savepoint(WorkflowRun):
                     request = _advance(run, runtime, now=now)
             except StructuralLimitExceeded as exc:
                 # What the commands wrote went with the savepoint; the run fails instead.
-                with database.atomic():
+                with savepoints.savepoint(WorkflowRun):
                     request = _advance(run, runtime, now=now, closing=structural_failure(exc))
         except TASK_FAILURES as exc:
             runtime.dispose()
@@ -511,7 +511,18 @@ def _feed_and_persist(
     def feed(_: interceptors.ExecuteWorkflowTaskInput) -> None:
         events.extend(_feed_and_persist_once(run, runtime, tail, now=now))
 
-    interceptors.call("execute_workflow_task", _task_input(run, runtime, tail), feed)
+    task_input = _task_input(run, runtime, tail)
+    if not interceptors.intercepted("execute_workflow_task"):
+        feed(task_input)
+        return events
+
+    def feed_and_hand_back(task_input: interceptors.ExecuteWorkflowTaskInput) -> None:
+        feed(task_input)
+        sql.flush()  # the interceptor goes on after the engine's writes
+
+    # A project's code: it runs after what the engine held back, in its own savepoint.
+    with savepoints.foreign(WorkflowRun):
+        interceptors.call("execute_workflow_task", task_input, feed_and_hand_back)
     return events
 
 

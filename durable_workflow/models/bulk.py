@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from durable_workflow.ids import uuid7
+from durable_workflow.models.manager import EngineManager
 
 
 class BulkJobStatus(models.TextChoices):
@@ -28,6 +29,8 @@ class BulkItemState(models.TextChoices):
 class BulkJob(models.Model):
     """An operation (cancel, terminate, repair, retry, reset, archive) over a selection
     of runs, processed batch by batch outside the request; one item per selected run."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     operation = models.CharField(max_length=16)
@@ -68,6 +71,8 @@ class BulkJob(models.Model):
 
 class BulkJobItem(models.Model):
     """One selected run of a bulk job and what the operation did to it."""
+
+    objects = EngineManager()
 
     id = models.BigAutoField(primary_key=True)
     job = models.ForeignKey(BulkJob, on_delete=models.CASCADE, related_name="items")

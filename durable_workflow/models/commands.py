@@ -6,11 +6,14 @@ from django.db import models
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models.choices import CommandStatus, CommandType, FailureCategory
+from durable_workflow.models.manager import EngineManager
 from durable_workflow.models.runs import WorkflowRun
 
 
 class WorkflowCommand(models.Model):
     """Every client or operator command, accepted or rejected, with its reason."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     namespace = models.CharField(max_length=128, default="default")
@@ -38,6 +41,8 @@ class WorkflowCommand(models.Model):
 
 class WorkflowFailure(models.Model):
     """A failure with its full diagnostics (the history keeps the summary)."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="failures")

@@ -7,10 +7,13 @@ from django.db import models
 from durable_workflow.ids import uuid7
 from durable_workflow.models.choices import SignalStatus, UpdateStatus
 from durable_workflow.models.commands import WorkflowCommand
+from durable_workflow.models.manager import EngineManager
 from durable_workflow.models.runs import WorkflowRun
 
 
 class WorkflowSignal(models.Model):
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     instance_id = models.CharField(max_length=191, db_index=True)
     run = models.ForeignKey(
@@ -36,6 +39,8 @@ class WorkflowSignal(models.Model):
 
 
 class WorkflowUpdate(models.Model):
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     instance_id = models.CharField(max_length=191, db_index=True)
     run = models.ForeignKey(

@@ -6,10 +6,13 @@ from django.db import models
 
 from durable_workflow.ids import uuid7
 from durable_workflow.models.choices import TERMINAL_RUN_STATUSES, InstanceStatus, RunStatus
+from durable_workflow.models.manager import EngineManager
 
 
 class WorkflowInstance(models.Model):
     """The stable public handle; spans every run of a continue-as-new chain."""
+
+    objects = EngineManager()
 
     #: ``namespaces.instance_key(namespace, instance_id)``: the instance id itself in the
     #: ``default`` namespace (rows from before namespaces kept theirs).
@@ -43,6 +46,8 @@ class WorkflowInstance(models.Model):
 
 class WorkflowRun(models.Model):
     """One execution generation of an instance, with its own history."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     namespace = models.CharField(max_length=128, default="default")
@@ -219,6 +224,8 @@ class WorkflowRun(models.Model):
 
 class HistoryEvent(models.Model):
     """Append-only: rows are inserted once and never updated."""
+
+    objects = EngineManager()
 
     id = models.BigAutoField(primary_key=True)
     #: No index of its own: the (run, sequence) constraint's index leads with it.

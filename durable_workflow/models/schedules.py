@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from durable_workflow.ids import uuid7
+from durable_workflow.models.manager import EngineManager
 
 
 class ScheduleStatus(models.TextChoices):
@@ -36,6 +37,8 @@ class ScheduleFireStatus(models.TextChoices):
 
 class WorkflowSchedule(models.Model):
     """A named, durable recipe for starting runs of one workflow type over time."""
+
+    objects = EngineManager()
 
     #: The internal id (the spec's ``schedule_ulid``): a time-ordered UUID.
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
@@ -104,6 +107,8 @@ class ScheduleFire(models.Model):
     so two tickers racing the same occurrence collide on the unique constraint.
     """
 
+    objects = EngineManager()
+
     id = models.BigAutoField(primary_key=True)
     schedule = models.ForeignKey(WorkflowSchedule, on_delete=models.CASCADE, related_name="fires")
     instance_id = models.CharField(max_length=191)
@@ -137,6 +142,8 @@ class ScheduleHistoryEvent(models.Model):
     It names its schedule by value, not by foreign key, so the stream outlives
     the schedule row if an operator ever removes that for good.
     """
+
+    objects = EngineManager()
 
     id = models.BigAutoField(primary_key=True)
     schedule_ulid = models.UUIDField()

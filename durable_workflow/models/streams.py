@@ -5,10 +5,13 @@ from __future__ import annotations
 from django.db import models
 
 from durable_workflow.ids import uuid7
+from durable_workflow.models.manager import EngineManager
 from durable_workflow.models.runs import WorkflowRun
 
 
 class WorkflowMessage(models.Model):
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     #: The target's namespace (a workflow sends within its own).
     namespace = models.CharField(max_length=128, default="default")

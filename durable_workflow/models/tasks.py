@@ -14,11 +14,14 @@ from durable_workflow.models.choices import (
     TaskType,
     TimerStatus,
 )
+from durable_workflow.models.manager import EngineManager
 from durable_workflow.models.runs import WorkflowRun
 
 
 class Task(models.Model):
     """A unit of work a worker can claim: replay a run, run an activity, fire a timer."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     #: Indexes that lead with run, activity_execution or timer are in Meta (every
@@ -105,6 +108,8 @@ class Task(models.Model):
 class ActivityExecution(models.Model):
     """One activity call of a workflow body; its id is the idempotency key."""
 
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     run = models.ForeignKey(
         WorkflowRun, on_delete=models.CASCADE, related_name="activity_executions", db_index=False
@@ -161,6 +166,8 @@ class ActivityExecution(models.Model):
 
 
 class ActivityAttempt(models.Model):
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     execution = models.ForeignKey(
         ActivityExecution, on_delete=models.CASCADE, related_name="attempts", db_index=False
@@ -194,6 +201,8 @@ class ActivityAttempt(models.Model):
 
 
 class Timer(models.Model):
+    objects = EngineManager()
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="timers")
     sequence = models.PositiveIntegerField()
@@ -222,6 +231,8 @@ class Timer(models.Model):
 
 class ChildCall(models.Model):
     """One ``dw.child(...)`` call of a parent run, and where its child stands."""
+
+    objects = EngineManager()
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     parent_run = models.ForeignKey(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from django.db import models
 
+from durable_workflow.models.manager import EngineManager
 from durable_workflow.models.runs import WorkflowRun
 
 
 class SearchAttribute(models.Model):
+    objects = EngineManager()
+
     run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="attribute_rows")
     key = models.CharField(max_length=64)
     value_string = models.CharField(max_length=191, null=True, blank=True)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from django.db import models
 
+from durable_workflow.models.manager import EngineManager
+
 
 class WorkerRegistration(models.Model):
+    objects = EngineManager()
+
     worker_id = models.CharField(max_length=191, primary_key=True)
     hostname = models.CharField(max_length=255)
     pid = models.PositiveIntegerField()
@@ -36,6 +40,8 @@ class WorkerRegistration(models.Model):
 
 class WorkerSession(models.Model):
     """An activity-affinity lease: in-session activities run on the holder only."""
+
+    objects = EngineManager()
 
     id = models.BigAutoField(primary_key=True)
     namespace = models.CharField(max_length=128)

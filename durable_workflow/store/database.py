@@ -16,10 +16,13 @@ of its tables.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
+
+from durable_workflow.store import savepoints
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -33,14 +36,25 @@ def alias() -> str:
     return router.db_for_write(WorkflowRun) or DEFAULT_DB_ALIAS
 
 
-def atomic(*, savepoint: bool = True, durable: bool = False) -> transaction.Atomic:
-    """``transaction.atomic()`` on the engine's database."""
+def atomic(
+    *, savepoint: bool = True, durable: bool = False
+) -> contextlib.AbstractContextManager[None]:
+    """``transaction.atomic()`` on the engine's database; nested in the engine's own
+    batched block, the engine's savepoint (:func:`durable_workflow.store.savepoints.savepoint`),
+    whose statements wait with the engine's writes."""
+    from durable_workflow.models import WorkflowRun
+    from durable_workflow.store import roundtrips
+
+    if savepoint and not durable and roundtrips.batching(WorkflowRun):
+        return savepoints.savepoint(WorkflowRun)
     return transaction.atomic(using=alias(), savepoint=savepoint, durable=durable)
 
 
 def on_commit(func: Callable[[], Any], *, robust: bool = False) -> None:
-    """Run ``func`` once the engine's current transaction commits (at once outside one)."""
-    transaction.on_commit(func, using=alias(), robust=robust)
+    """Run ``func`` once the engine's current transaction commits (at once outside one);
+    registered inside one of the engine's savepoints, only if that is released
+    (:func:`durable_workflow.store.savepoints.on_commit`)."""
+    savepoints.on_commit(func, using=alias(), robust=robust)
 
 
 def connection() -> BaseDatabaseWrapper:

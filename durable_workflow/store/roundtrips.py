@@ -90,24 +90,11 @@ class _Deferred(threading.local):
         self.flushing = False
         #: The transaction is ours and not begun yet: the first query carries its BEGIN.
         self.begin = False
+        #: How many times what was held back has been taken to be sent (see :class:`Mark`).
+        self.sends = 0
 
 
 _deferred = _Deferred()
-
-
-@contextlib.contextmanager
-def atomic(model: type[Model]) -> Iterator[None]:
-    """``transaction.atomic()`` for ``model``'s database, with :func:`batched` writes.
-
-    When this is the outermost block (the usual case for a task), its last flush also
-    carries the ``COMMIT``, so the driver has nothing left to send when Django commits.
-    """
-    alias = router.db_for_write(model)
-    conn = connections[alias]
-    # Outermost and committing on exit: asked before entering, through public surface.
-    outermost = not conn.in_atomic_block and transaction.get_autocommit(using=alias)
-    with transaction.atomic(using=alias), batched(model, commit=outermost):
-        yield
 
 
 @contextlib.contextmanager
@@ -127,9 +114,8 @@ def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
     _deferred.alias, _deferred.conn = conn.alias, conn
     _deferred.begin = commit and _begin_with_first_query(conn)
     try:
-        with conn.execute_wrapper(_keep_order):
-            yield
-            flush(commit=commit and not transaction.get_rollback(using=conn.alias))
+        yield
+        flush(commit=commit and not transaction.get_rollback(using=conn.alias))
     finally:
         _deferred.alias, _deferred.conn = None, None
         _deferred.begin = False
@@ -192,10 +178,11 @@ def flush(*, commit: bool = False) -> None:
     except DatabaseError:
         raise
     except BaseException:
-        # Refused before it reached the driver (e.g. the guard against queries from a
-        # workflow body, when it comes after this module's wrapper): it all still waits.
+        # Refused before it reached the driver (by an execute wrapper, e.g. the guard
+        # against queries from a workflow body): it all still waits.
         _deferred.statements[:0], _deferred.params[:0] = held, params
         _deferred.begin = begin
+        _deferred.sends -= 1  # nothing was sent
         raise
     finally:
         _deferred.flushing = False
@@ -208,6 +195,77 @@ def defer(conn: Any, sql: str, params: list[Any]) -> bool:
         return False
     _deferred.statements.append((sql, True))
     _deferred.params.extend(params)
+    return True
+
+
+def hold(conn: Any, sql: str) -> bool:
+    """Let one of the engine's statements without values that is not to be prepared
+    (a ``SAVEPOINT``, say) wait for the next round trip, like :func:`defer`."""
+    if _deferred.alias != conn.alias:
+        return False
+    _deferred.statements.append((sql, False))
+    return True
+
+
+def holding(conn: Any) -> bool:
+    """Does the engine hold anything back on ``conn`` (the transaction's ``BEGIN``, or
+    writes), so that a statement not the engine's must not run on it now?
+
+    The contract of :func:`batched`: the engine calls :func:`flush` (or enters
+    :func:`orm`) before it hands control to code that may run statements of its own.
+    The test suite checks it on every statement that reaches the driver.
+    """
+    return (
+        _deferred.alias == conn.alias
+        and not _deferred.flushing
+        and bool(_deferred.statements or _deferred.begin)
+    )
+
+
+@contextlib.contextmanager
+def orm() -> Iterator[None]:
+    """Around code that is not the engine's (the ORM, a project's hooks) inside a
+    :func:`batched` block: what the engine held back goes first, so that code sees the
+    database as the engine's code before it left it. The engine's own statements
+    inside are held back again, as usual."""
+    flush()
+    yield
+
+
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """A point in the sequence of held-back statements (:func:`mark`)."""
+
+    sends: int
+    statements: int
+    params: int
+
+
+def mark() -> Mark:
+    """Where the next held-back statement will go, for :func:`drop_since`."""
+    return Mark(_deferred.sends, len(_deferred.statements), len(_deferred.params))
+
+
+def drop_since(point: Mark) -> bool:
+    """Forget the statements held back since ``point``; ``True`` when every one of them
+    still waited (none reached the server). Otherwise the statements sent since went
+    their way, and those still waiting, all held back after them, are forgotten."""
+    if point.sends == _deferred.sends:
+        del _deferred.statements[point.statements :]
+        del _deferred.params[point.params :]
+        return True
+    _deferred.statements, _deferred.params = [], []
+    return False
+
+
+def take_back(point: Mark, sql: str) -> bool:
+    """Remove the statement ``sql`` held back at ``point`` (one without values) if it
+    is still waiting; ``True`` when it was."""
+    if point.sends != _deferred.sends or len(_deferred.statements) <= point.statements:
+        return False
+    if _deferred.statements[point.statements] != (sql, False):
+        return False
+    del _deferred.statements[point.statements]
     return True
 
 
@@ -252,43 +310,6 @@ def _send(
         raise
     query.sent()
     return query.leading + (1 if opening else 0)
-
-
-#: How Django's ``atomic()`` blocks begin, end and undo their savepoints (its backend's
-#: ``ops.savepoint_*_sql``).
-_SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ", "ROLLBACK TO SAVEPOINT ")
-
-
-def _keep_order(
-    execute: Callable[..., Any],
-    sql: str,
-    params: Any,
-    many: bool,
-    context: dict[str, Any],
-) -> Any:
-    """Before a statement that is not the engine's runs on the connection inside
-    :func:`batched`, send what the engine holds back (the transaction's ``BEGIN``,
-    the deferred writes), so that statement runs after them, as the code was written.
-
-    The statement itself is passed on untouched: same text, same parameters, its own
-    round trip. (Installed with Django's public ``execute_wrapper()`` for the length
-    of the block only; the engine's own queries pass through here too, while
-    ``flushing``.)
-
-    One exception: the savepoint statements of an ``atomic()`` block nested in the
-    engine's block (the engine nests some itself, to take back a step's writes on an
-    error). They read nothing and only mark a point in the sequence of writes, so
-    they join the deferred writes, in order, their text unchanged, and travel with
-    the next query instead of costing a round trip each.
-    """
-    if _deferred.flushing:
-        return execute(sql, params, many, context)
-    if not params and not many and isinstance(sql, str) and sql.startswith(_SAVEPOINT_STATEMENTS):
-        _deferred.statements.append((sql, False))
-        return None
-    if _deferred.statements or _deferred.begin:
-        flush()
-    return execute(sql, params, many, context)
 
 
 def together(model: type[Model], statements: Sequence[Statement[Any]]) -> list[Any]:
@@ -344,6 +365,7 @@ def _take_deferred() -> tuple[list[tuple[str, bool]], list[Any]]:
     """The writes waiting (they go first in the query about to be sent)."""
     taken = _deferred.statements, _deferred.params
     _deferred.statements, _deferred.params = [], []
+    _deferred.sends += 1
     return taken
 
 

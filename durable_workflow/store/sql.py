@@ -29,14 +29,15 @@ from durable_workflow.store.expectations import expect_false, expect_rows, refut
 from durable_workflow.store.roundtrips import (
     Rows,
     Statement,
-    atomic,
     batched,
     batching,
     defer_all,
     flush,
     one,
+    orm,
     together,
 )
+from durable_workflow.store.savepoints import atomic, foreign, savepoint
 
 __all__ = [
     "Add",
@@ -52,8 +53,11 @@ __all__ = [
     "expect_false",
     "expect_rows",
     "flush",
+    "foreign",
     "one",
+    "orm",
     "refuted",
+    "savepoint",
     "together",
     "truths",
     "truths_statement",

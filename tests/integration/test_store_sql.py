@@ -10,7 +10,7 @@ from django.db import IntegrityError
 
 from durable_workflow import clock
 from durable_workflow.models import HistoryEvent, Task, WorkflowRun
-from durable_workflow.store import database, sql
+from durable_workflow.store import database, roundtrips, sql
 from tests import sql_text
 from tests.engine_db import connection
 from tests.integration.helpers import built_task, start
@@ -119,28 +119,36 @@ def test_deferred_writes_travel_together_and_in_order(run_id):
 
 
 def test_statements_not_the_engines_reach_the_driver_untouched_and_in_order(run_id):
-    """An ORM query or a raw cursor's statement inside the engine's block goes to the
-    driver exactly as it was written, in a round trip of its own, after the writes the
-    engine held back (which it sees). The savepoint statements of a nested
-    ``atomic()`` join those writes instead, in order and unchanged."""
+    """An ORM query on an engine model inside the engine's block first sends what the
+    engine held back (its manager flushes), then goes to the driver exactly as it was
+    written, in a round trip of its own. Other code runs in ``sql.orm()``, which does
+    the same. A nested ``database.atomic()`` is the engine's savepoint, held back
+    with the writes."""
     first, second = built(run_id), built(run_id)
     TASKS.insert([sql.values(first)])
-    orm = Task.objects.filter(id=first.id).values_list("last_error", flat=True)
+
+    def orm():  # built where it runs: building it is what sends the held-back writes
+        return Task.objects.filter(id=first.id).values_list("last_error", flat=True)
+
     alone, record_alone = _sent_to_driver(with_params=True)
     with connection.execute_wrapper(record_alone):
-        assert list(orm.all()) == [""]
+        assert list(orm()) == [""]
     sent, record = _sent_to_driver(with_params=True)
     with sql.atomic(WorkflowRun):
         TASKS.update({"last_error": "held back"}, [("id", "=", first.id)], defer=True)
         # Installed inside the block, so it sees what the engine hands the driver.
         with connection.execute_wrapper(record):
-            assert list(orm.all()) == ["held back"]
+            assert list(orm()) == ["held back"]
             with database.atomic():
                 TASKS.insert([sql.values(second)], defer=True)
-            with connection.cursor() as cursor:
+                TASKS.update({"last_error": "inside"}, [("id", "=", second.id)], defer=True)
+            # No other statement may run now (on SQLite the engine holds nothing back).
+            assert roundtrips.holding(connection) == (connection.vendor == "postgresql")
+            with sql.orm(), connection.cursor() as cursor:
+                assert not roundtrips.holding(connection)
                 cursor.execute("SELECT %s || ''", ["mine"])
                 assert cursor.fetchone() == ("mine",)
-    assert Task.objects.get(id=second.id)
+    assert Task.objects.get(id=second.id).last_error == "inside"
     raw = ("SELECT %s || ''", ["mine"])
     if connection.vendor == "postgresql":
         held, orm_query, nested, raw_query = sent
@@ -148,19 +156,21 @@ def test_statements_not_the_engines_reach_the_driver_untouched_and_in_order(run_
         assert [verb for verb, _ in sql_text.kinds(held[0])] == ["BEGIN", "UPDATE"]
         # ... then the ORM query as it is outside any block: the same text and values.
         assert orm_query == alone[0]
+        # The savepoint, released before anything of it went, left no trace.
         kinds = sql_text.kinds(nested[0])
-        assert [verb for verb, _ in kinds] == ["SAVEPOINT", "INSERT", "RELEASE"], kinds
+        assert [verb for verb, _ in kinds] == ["INSERT", "UPDATE"], kinds
         assert raw_query == raw
     else:  # every statement on its own, as written (the engine's write ran at once)
-        orm_query, savepoint, _insert, release, raw_query = sent
+        orm_query, savepoint, _insert, _update, release, raw_query = sent
         assert orm_query == alone[0] and raw_query == raw
         assert savepoint[0].startswith("SAVEPOINT") and release[0].startswith("RELEASE")
 
 
 def test_a_query_refused_before_the_driver_leaves_the_held_back_writes_waiting(run_id):
-    """A wrapper after the engine's (the guard against queries from a workflow body is
-    one) may refuse the query that would have carried the held-back writes: they
-    still wait, and go with the block's end."""
+    """A wrapper (the guard against queries from a workflow body is one) may refuse
+    the query that carries the held-back writes (here the one an ORM query sends
+    first) before it reaches the driver: they still wait, with the transaction's
+    BEGIN, and go with the block's end."""
     row = built(run_id)
 
     def refuse(execute, statement, params, many, context):
@@ -198,9 +208,10 @@ def test_the_last_batch_carries_the_commit(run_id):
 
 @pytest.mark.parametrize("first", ["engine statement", "ORM statement", "executemany"])
 def test_the_first_query_begins_the_transaction(run_id, first):
-    """The BEGIN travels with the block's first query, whatever that query is: what
-    the block wrote before it failed is rolled back, and the driver is left as
-    Django expects it."""
+    """The BEGIN travels with the block's first query, whatever that query is (an ORM
+    query on an engine model sends it first; other code runs in ``sql.orm()``, which
+    does): what the block wrote before it failed is rolled back, and the driver is
+    left as Django expects it."""
     row, other = built(run_id), built(run_id)
     TASKS.insert([sql.values(other)])
     with pytest.raises(RuntimeError), sql.atomic(WorkflowRun):
@@ -208,8 +219,8 @@ def test_the_first_query_begins_the_transaction(run_id, first):
             TASKS.insert([sql.values(row)])
         elif first == "ORM statement":
             Task.objects.filter(id=other.id).update(last_error="written")
-        else:
-            with connection.cursor() as cursor:
+        else:  # a raw cursor is not the engine's: it runs in sql.orm()
+            with sql.orm(), connection.cursor() as cursor:
                 cursor.executemany(
                     f"UPDATE {Task._meta.db_table} SET last_error = %s WHERE id = %s",
                     [("written", TASKS._prep("id", other.id, connection))],

@@ -2,24 +2,32 @@
 trips as the order of their outcomes allows.
 
 This is an explicit API: only statements handed to it (:func:`together`,
-:func:`defer`, :func:`defer_all`, and :class:`durable_workflow.store.sql.Table`'s
-methods built on them) are batched, rendered or prepared. Every other statement
-on the connection (the ORM's, a savepoint of a nested ``atomic()``) runs exactly
-as it was written, in its own round trip, after whatever the engine sent before it.
+:func:`defer`, :func:`defer_all`, :func:`hold`, and
+:class:`durable_workflow.store.sql.Table`'s methods built on them) are batched,
+rendered or prepared. Nothing watches the connection: no execute wrapper, and no
+statement of anyone else's is rewritten or held back.
 
 On PostgreSQL with client-side binding (Django's default) round trips are saved
 three ways, none of which changes the order in which statements run:
 
 * a transaction can *defer* writes nobody reads the outcome of (inside
   :func:`batched`): they wait, and travel in the same query as the engine's next
-  statement, or at the end of the block. Before any other statement runs on the
-  connection they are sent on their own (:func:`_keep_order`), so that statement
-  sees the database as the code before it left it;
-* a transaction the executor owns (:func:`atomic`) sends its ``BEGIN`` with its
-  first query and its ``COMMIT`` with its last writes;
+  statement, or at the end of the block (the engine's savepoints wait the same
+  way: :mod:`durable_workflow.store.savepoints`);
+* a transaction the executor owns (``savepoints.atomic``) sends its ``BEGIN`` with
+  its first query and its ``COMMIT`` with its last writes;
 * :func:`together` sends several statements as one query and reads each one's
   outcome in turn (each still starts once the one before it is done, a lock
   wait included).
+
+The order with other statements is a contract, not a watch: while the engine
+holds something back (:func:`holding`), no statement that is not the engine's may
+reach the connection, since it would run before the held-back writes (or, before
+the ``BEGIN``, outside the transaction). So the engine sends what waits before it
+hands control to other code: its models' manager does before an ORM query
+(:mod:`durable_workflow.models.manager`), :func:`orm` (or ``savepoints.foreign``,
+for a project's code) around anything else. The test suite fails a test that
+breaks it.
 
 Each query's values are rendered here, with the driver's own adapters, into the
 text psycopg would have built: its client-side binding parses a query of more
@@ -31,8 +39,8 @@ binding) every statement runs on its own, at once.
 
 What this module reads or sets of Django's connection is its public surface only:
 ``in_atomic_block``, ``transaction.get_autocommit()``, ``transaction.get_rollback()``,
-``execute_wrapper()``, ``cursor()`` and ``connection`` (the driver's documented
-DB-API connection, whose ``autocommit`` and ``info`` are psycopg's public API).
+``cursor()`` and ``connection`` (the driver's documented DB-API connection, whose
+``autocommit`` and ``info`` are psycopg's public API).
 
 ``docs/performance.md`` compares this with psycopg 3's pipeline mode.
 """
@@ -103,7 +111,7 @@ def batched(model: type[Model], *, commit: bool = False) -> Iterator[None]:
     binding, Django's default; elsewhere every statement runs at once).
 
     Use it inside the transaction's ``atomic()`` block, so it flushes before the commit.
-    ``commit`` (only for :func:`atomic`, which owns that block and knows it is the
+    ``commit`` (only for ``savepoints.atomic``, which owns that block and knows it is the
     outermost one): end the transaction in the last flush, unless the block is to roll
     back.
     """
@@ -130,8 +138,8 @@ def _begin_with_first_query(conn: Any) -> bool:
     Django's ``atomic()`` has just turned off. Switched back on (psycopg's public
     ``autocommit``, on the raw connection Django documents as
     ``connection.connection``), the driver sends nothing but what it is given: the
-    ``BEGIN`` goes first in the block's first query (or, before any statement that
-    is not the engine's, on its own: :func:`_keep_order`). When the block ends,
+    ``BEGIN`` goes first in the block's first query (or on its own, when the engine
+    flushes before a statement that is not its own: :func:`orm`). When the block ends,
     Django's commit or rollback finds the transaction closed (``COMMIT`` sent with
     the last writes) or closes it, then turns autocommit on as usual. Django's own
     idea of the connection's autocommit (``get_autocommit()``) is not touched.
@@ -160,7 +168,7 @@ def _opening() -> str:
 def flush(*, commit: bool = False) -> None:
     """Send the deferred writes now (one round trip; the transaction's ``BEGIN`` first
     when it has not gone yet); with ``commit``, end the transaction in the same round
-    trip (only from :func:`atomic`)."""
+    trip (only from ``savepoints.atomic``)."""
     if _deferred.flushing or _deferred.alias is None:
         return
     if commit and not _deferred.statements and _deferred.begin:

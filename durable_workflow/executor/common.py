@@ -179,11 +179,12 @@ def orm_guard() -> Iterator[None]:
     """Refuse database access from workflow-body greenlets on every connection.
 
     Installed with Django's public ``execute_wrapper()`` on each connection, for the
-    length of the block. Inside the engine's own transaction the guard comes after
-    the one ``store.roundtrips`` installs for that block: a refused query may first
-    send the writes the engine held back (same transaction, same order), then runs
-    no further. A query on an alias whose connection is not open yet is refused
-    before it connects (``guards.attribute`` above).
+    length of the block (a guard around the engine's own calls of a body, not a watch
+    on the engine's statements: it refuses, it reorders nothing). A refused query
+    never reaches the driver; if it was one on an engine model, its manager may first
+    have sent the writes the engine held back (same transaction, same order). A
+    query on an alias whose connection is not open yet is refused before it
+    connects (``guards.attribute`` above).
     """
     with contextlib.ExitStack() as stack:
         for conn in connections.all():

@@ -18,6 +18,7 @@ from django.db import DatabaseError, connections, router
 from durable_workflow import clock
 from durable_workflow.logs import get_logger
 from durable_workflow.models import WorkflowRun
+from durable_workflow.store import roundtrips
 
 logger = get_logger("durable_workflow")
 
@@ -29,7 +30,7 @@ def database_now(alias: str | None = None) -> dt.datetime:
     """The database server's current time (one query); ``NotImplementedError`` on a
     backend the engine cannot ask."""
     conn = connections[alias or router.db_for_write(WorkflowRun) or "default"]
-    with conn.cursor() as cursor:
+    with roundtrips.orm(), conn.cursor() as cursor:
         if conn.vendor == "postgresql":
             cursor.execute("SELECT clock_timestamp()")
         elif conn.vendor == "sqlite":

@@ -11,13 +11,14 @@ import types
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, connections
 from django.test import override_settings
 
 from durable_workflow import clock, executor
 from durable_workflow.models import Task, WorkflowRun
 from durable_workflow.operations import schemas
 from durable_workflow.operations.doctor import DoctorContext, report, run_checks
+from durable_workflow.store import database
 from durable_workflow.store import tasks as task_store
 from tests import isolation
 from tests.conftest import require_redis
@@ -408,8 +409,9 @@ def test_registered_workers_count_as_consumers(inline):
 
 
 def task_table_scans() -> int:
-    """Scans of the task table this transaction started (index descents included)."""
-    with connection.cursor() as cursor:
+    """Scans of the task table this transaction started (index descents included), on the
+    engine's database (the second one in the routed tier)."""
+    with connections[database.alias()].cursor() as cursor:
         cursor.execute(
             "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables"
             " WHERE relname = 'durable_workflow_task'"
@@ -435,8 +437,8 @@ def test_the_doctor_reads_the_task_table_the_same_for_3_or_30_open_runs(inline, 
         while open_runs().count() < size:
             stub = start("tests.sequential", f"doctor-open-{open_runs().count()}", "ada")
             assert run_next(stub, "workflow") == "completed"  # waits on its activity
-        with transaction.atomic():
-            with connection.cursor() as cursor:
+        with transaction.atomic(using=database.alias()):
+            with connections[database.alias()].cursor() as cursor:
                 cursor.execute("SET LOCAL enable_seqscan = off")
             before = task_table_scans()
             resume = check(doctor(), "durable_resume_paths")

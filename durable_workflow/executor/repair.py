@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
@@ -105,27 +105,40 @@ def _lost(
     due: list[tuple[TaskRecord, dt.datetime | None]], *, now: dt.datetime, in_backlog: int
 ) -> list[TaskRecord]:
     """Of the ready tasks whose message is old enough to be presumed lost, those whose
-    message cannot simply be waiting its turn.
+    message cannot simply be in flight.
 
-    When the broker says messages wait in a task's queue, its message may be one of
-    them, behind a backlog: re-sending it only makes a duplicate that a worker skips
-    later (under a backlog that was most of what workers handled). Such a task is
-    re-sent only once its message is older than ``in_backlog`` seconds. When the
-    queue is empty, nothing of it is in flight: it is re-sent now. When the broker
-    cannot say, the per-task back-off alone decides.
+    A message is in flight while it waits in its queue on the broker, maybe behind a
+    backlog, or while a worker holds it unacknowledged (a countdown message, taken
+    at once and kept until due; on kombu's Redis transport, which can list them). A
+    duplicate of it would only be skipped later (under a backlog that was most of
+    what workers handled), so such a task is re-sent only once its message has been
+    deliverable for ``in_backlog`` seconds: a holder may have died with it, a queue
+    may never empty. Deliverable means sent and due: a countdown message counts from
+    its task's ``available_at``. A message neither waiting nor held is lost and is
+    re-sent now. When the broker cannot say (AMQP cannot name held messages), the
+    per-task back-off alone decides.
     """
-    depths: dict[tuple[str | None, str | None], int | None] = {}
     backend = dispatch.backend()
     count = getattr(backend, "waiting", None)
+    holding = getattr(backend, "held", None)
+    depths: dict[tuple[str | None, str | None], int | None] = {}
+    held: dict[str | None, Container[str] | None] = {}
     old = now - dt.timedelta(seconds=in_backlog)
     lost = []
     for task, sent_at in due:
+        if sent_at is None or max(sent_at, task.available_at) <= old:
+            lost.append(task)
+            continue
         routed = dispatch.routed(task)
         key = (routed.connection, routed.queue)
         if key not in depths:
             depths[key] = count(routed) if count is not None else None
-        waiting = depths[key]
-        if not waiting or sent_at is None or sent_at <= old:
+        if depths[key]:
+            continue  # waiting in its queue
+        if routed.connection not in held:
+            held[routed.connection] = holding(routed) if holding is not None else None
+        taken = held[routed.connection]
+        if taken is None or str(task.id) not in taken:
             lost.append(task)
     return lost
 

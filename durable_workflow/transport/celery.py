@@ -7,7 +7,7 @@ The task names below are persisted in brokers' queues: never rename them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any, NoReturn
 
 from celery import Celery, current_app, shared_task
@@ -26,6 +26,7 @@ from durable_workflow.options import PRIORITY_MAX
 from durable_workflow.store import connections
 from durable_workflow.store.records import TaskRecord
 from durable_workflow.transport import eager
+from durable_workflow.transport.held import held as held_by_workers
 
 logger = get_logger("durable_workflow")
 
@@ -125,6 +126,13 @@ class CeleryBackend:
         queue = effective_queue(task.queue, task.connection, task.task_type)
         return waiting(queue, task.connection)
 
+    def held(self, task: TaskRecord) -> Container[str] | None:
+        """The ids of the tasks whose messages workers of ``task``'s broker have taken
+        and not acknowledged yet (``transport/held.py``; ``None``: it cannot say)."""
+        if is_eager(task.connection):
+            return frozenset()
+        return held_by_workers(celery_app(task.connection))
+
     def send(self, task: TaskRecord, countdown: float | None) -> None:
         if is_eager(task.connection):
             eager.run(task, countdown)
@@ -167,6 +175,7 @@ def message_priority(task: TaskRecord, app: Celery) -> int | None:
 
 def waiting(queue: str, connection: str | None = None) -> int | None:
     """Messages waiting in ``queue`` on the broker (``None``: the broker cannot say).
+    Messages workers have taken and not acknowledged are not counted (``held``).
 
     Kombu's virtual transports (Redis, SQS, ...) count a queue's messages themselves
     (``_size``; their passive declare misses a queue under a ``global_keyprefix``); on

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
-from collections.abc import Callable, Container
+from collections.abc import Callable
 
 from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
@@ -19,6 +19,7 @@ from durable_workflow.exceptions import BrokerUnavailable
 from durable_workflow.executor import dispatch, lifecycle, queue_gate, workflow_gate
 from durable_workflow.executor.activity_failures import record_final_failure
 from durable_workflow.executor.common import retry_transaction
+from durable_workflow.executor.in_flight import InFlight
 from durable_workflow.executor.timeouts import enforce_due_timeouts
 from durable_workflow.logs import get_logger
 from durable_workflow.models import AttemptStatus, TaskStatus, TaskType
@@ -105,42 +106,25 @@ def _lost(
     due: list[tuple[TaskRecord, dt.datetime | None]], *, now: dt.datetime, in_backlog: int
 ) -> list[TaskRecord]:
     """Of the ready tasks whose message is old enough to be presumed lost, those whose
-    message cannot simply be in flight.
+    message cannot simply be on its way.
 
-    A message is in flight while it waits in its queue on the broker, maybe behind a
-    backlog, or while a worker holds it unacknowledged (a countdown message, taken
-    at once and kept until due; on kombu's Redis transport, which can list them). A
-    duplicate of it would only be skipped later (under a backlog that was most of
-    what workers handled), so such a task is re-sent only once its message has been
-    deliverable for ``in_backlog`` seconds: a holder may have died with it, a queue
-    may never empty. Deliverable means sent and due: a countdown message counts from
-    its task's ``available_at``. A message neither waiting nor held is lost and is
-    re-sent now. When the broker cannot say (AMQP cannot name held messages), the
-    per-task back-off alone decides.
+    A message still on its way (waiting in its queue, or held by a live worker: see
+    ``in_flight.py``) would only be duplicated, and the duplicate skipped later (under
+    a backlog that was most of what workers handled). Such a task is re-sent only once
+    its message has been deliverable for ``in_backlog`` seconds, since a queue may
+    never empty. Deliverable means sent and due: a countdown message counts from its
+    task's ``available_at``. Any other message is lost and is re-sent now; so is every
+    one when the broker cannot say, the per-task back-off alone deciding.
     """
-    backend = dispatch.backend()
-    count = getattr(backend, "waiting", None)
-    holding = getattr(backend, "held", None)
-    depths: dict[tuple[str | None, str | None], int | None] = {}
-    held: dict[str | None, Container[str] | None] = {}
+    in_flight = InFlight(now=now)
     old = now - dt.timedelta(seconds=in_backlog)
-    lost = []
-    for task, sent_at in due:
-        if sent_at is None or max(sent_at, task.available_at) <= old:
-            lost.append(task)
-            continue
-        routed = dispatch.routed(task)
-        key = (routed.connection, routed.queue)
-        if key not in depths:
-            depths[key] = count(routed) if count is not None else None
-        if depths[key]:
-            continue  # waiting in its queue
-        if routed.connection not in held:
-            held[routed.connection] = holding(routed) if holding is not None else None
-        taken = held[routed.connection]
-        if taken is None or str(task.id) not in taken:
-            lost.append(task)
-    return lost
+    return [
+        task
+        for task, sent_at in due
+        if sent_at is None
+        or max(sent_at, task.available_at) <= old
+        or not in_flight.may_be(task, sent_at=sent_at)
+    ]
 
 
 def _resend(due: list[TaskRecord]) -> list[uuid.UUID]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db.models import Max
+
 from durable_workflow.models import WorkerRegistration
 
 
@@ -87,3 +89,12 @@ def is_routable(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: in
     not keep failing on infrastructure errors: a heartbeat only says a thread can
     write, not that the process does work."""
     return is_live(row, now=now, stale_after=stale_after) and not (row or {}).get("failing_since")
+
+
+def last_beat_of_the_silent(*, now: dt.datetime, stale_after: int) -> dt.datetime | None:
+    """The latest last heartbeat of the registrations gone silent without deregistering
+    (a worker killed or cut off); ``None`` when no registration did."""
+    cutoff = now - dt.timedelta(seconds=stale_after)
+    silent = WorkerRegistration.objects.filter(status="active", last_heartbeat_at__lt=cutoff)
+    beat: dt.datetime | None = silent.aggregate(beat=Max("last_heartbeat_at"))["beat"]
+    return beat

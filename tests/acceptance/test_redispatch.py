@@ -24,6 +24,7 @@ import redis
 from durable_workflow import WorkflowStub, clock, executor
 from durable_workflow.executor import dispatch
 from durable_workflow.models import Task, TaskType
+from durable_workflow.store import workers
 from durable_workflow.transport import held
 from durable_workflow.transport.celery import celery_app
 from tests import isolation
@@ -141,4 +142,35 @@ def test_a_held_message_the_broker_lost_is_sent_again_at_once(
     clock.advance(dt.timedelta(seconds=60))
     assert executor.repair_pass().redispatched == 0  # held: in flight
     isolation.delete_keys(broker, isolation.key_prefix())  # a flush takes the held ones too
+    assert executor.repair_pass().redispatched == 1
+
+
+def registered(worker_id: str, *, at: dt.datetime) -> None:
+    """A worker registration whose last heartbeat was at ``at``."""
+    workers.register(
+        worker_id=worker_id,
+        hostname="test",
+        pid=1,
+        queues=["celery"],
+        capabilities=[],
+        max_concurrent_worker_sessions=0,
+        sticky_cache={},
+        now=at,
+    )
+
+
+def test_a_held_message_is_sent_again_once_a_worker_that_may_hold_it_went_silent(
+    celery_backend, worker_holding
+):
+    registered("gone-long-before", at=clock.now())
+    clock.advance(dt.timedelta(seconds=100))
+    sent = clock.now()
+    WorkflowStub.make("tests.sleeper", "silent-holder").start(60)
+    run_first_workflow_task(celery_backend)
+    worker_holding()
+    clock.advance(dt.timedelta(seconds=70))  # due 10 s ago
+    registered("alive", at=clock.now())
+    assert executor.repair_pass().redispatched == 0  # no worker went silent since
+
+    registered("killed", at=sent)  # silent since the timer was sent: it may have taken it
     assert executor.repair_pass().redispatched == 1

@@ -118,13 +118,17 @@ def _lost(
     """
     in_flight = InFlight(now=now)
     old = now - dt.timedelta(seconds=in_backlog)
-    return [
+    lost = [
         task
         for task, sent_at in due
         if sent_at is None
         or max(sent_at, task.available_at) <= old
         or not in_flight.may_be(task, sent_at=sent_at)
     ]
+    # Workers went on while the broker was asked: a message acknowledged meanwhile is
+    # neither waiting nor held any more, but its task is no longer ready either.
+    ready = tasks.still_ready([task.id for task in lost]) if lost else set()
+    return [task for task in lost if task.id in ready]
 
 
 def _resend(due: list[TaskRecord]) -> list[uuid.UUID]:

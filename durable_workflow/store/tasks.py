@@ -415,6 +415,12 @@ def due_for_redispatch(
     return due
 
 
+def still_ready(task_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Of ``task_ids``, those still ``ready``."""
+    rows = Task.objects.filter(id__in=task_ids, status=TaskStatus.READY)
+    return set(rows.values_list("id", flat=True))
+
+
 def mark_dispatched(task_ids: list[uuid.UUID], *, now: dt.datetime) -> None:
     """Note a message sent for each task, skipping rows another transaction holds.
 

@@ -17,6 +17,7 @@ them, through a consumer that never acknowledges.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 import redis
@@ -26,7 +27,7 @@ from durable_workflow.executor import dispatch
 from durable_workflow.models import Task, TaskType
 from durable_workflow.store import workers
 from durable_workflow.transport import held
-from durable_workflow.transport.celery import celery_app
+from durable_workflow.transport.celery import CeleryBackend, celery_app
 from tests import isolation
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
@@ -61,23 +62,32 @@ def test_a_message_waiting_in_a_backlog_is_not_sent_twice(celery_backend):
     assert set(Task.objects.values_list("dispatch_count", flat=True)) == {3}
 
 
+class Holder:
+    """Takes messages off the queue the way a worker does, without acknowledging them
+    (kombu keeps them in its ``unacked`` hash)."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.taken: list[Any] = []
+
+    def __call__(self) -> str:
+        """Take one message; its task id."""
+        message = self.channel.basic_get("celery", no_ack=False)
+        assert message is not None
+        self.taken.append(message)
+        return str(message.headers["argsrepr"]).strip("[]'")
+
+    def ack_all(self) -> None:
+        while self.taken:
+            self.taken.pop().ack()
+
+
 @pytest.fixture
 def worker_holding(celery_backend):
-    """Take messages off the queue the way a worker does, without acknowledging them
-    (kombu keeps them in its ``unacked`` hash); ``take()`` returns each one's task id."""
     with celery_app(None).connection_for_read() as conn:
-        channel = conn.default_channel
-        taken = []
-
-        def take() -> str:
-            message = channel.basic_get("celery", no_ack=False)
-            assert message is not None
-            taken.append(message)
-            return str(message.headers["argsrepr"]).strip("[]'")
-
-        yield take
-        for message in taken:
-            message.ack()
+        holder = Holder(conn.default_channel)
+        yield holder
+        holder.ack_all()
 
 
 def run_first_workflow_task(celery_backend) -> None:
@@ -174,3 +184,26 @@ def test_a_held_message_is_sent_again_once_a_worker_that_may_hold_it_went_silent
 
     registered("killed", at=sent)  # silent since the timer was sent: it may have taken it
     assert executor.repair_pass().redispatched == 1
+
+
+class FinishingWhileAsked(CeleryBackend):
+    """The Celery backend, during whose read of the held messages the worker holding
+    them finishes their tasks and acknowledges them (workers go on meanwhile)."""
+
+    def __init__(self, holder: Holder) -> None:
+        self.holder = holder
+
+    def held(self, task):
+        for message in self.holder.taken:
+            executor.run_workflow_task(str(message.headers["argsrepr"]).strip("[]'"))
+        self.holder.ack_all()
+        return super().held(task)
+
+
+def test_a_task_done_while_the_broker_is_asked_is_not_sent_again(celery_backend, worker_holding):
+    WorkflowStub.make("tests.sequential", "done-meanwhile").start("ada")
+    worker_holding()
+    clock.advance(dt.timedelta(seconds=60))
+    dispatch.set_backend(FinishingWhileAsked(worker_holding))
+    assert executor.repair_pass().redispatched == 0  # it is done, not lost
+    assert Task.objects.get(task_type=TaskType.WORKFLOW).dispatch_count == 1

@@ -84,13 +84,19 @@ class Flight:
     beat_at: float = dataclasses.field(default_factory=time.monotonic)
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
-    def cancel(self, reason: str) -> None:
-        """Cancel the coroutine (on the loop)."""
-        if self.reason is None:
-            self.reason = reason
+    def cancel(self, reason: str) -> bool:
+        """Cancel the coroutine (on the loop), once: whether this call did.
+
+        The check, a heartbeat, a timeout and a stopping worker may each find a reason;
+        a second ``CancelledError`` would cut short the clean-up the first one began.
+        """
+        if self.reason is not None:
+            return False
+        self.reason = reason
         if self.task is not None and not self.task.done():
             self.task.cancel(f"durable_workflow: {reason}")
         self.wake.set()
+        return True
 
 
 class _State:
@@ -260,7 +266,9 @@ async def _heartbeat(flight: Flight, details: Any = None) -> bool:
     try:
         recorded = await loop.db(heartbeat, flight.lease, details)
     except ActivityCancelled:
-        flight.cancel(CANCELLED)
+        current = asyncio.current_task()
+        if not flight.cancel(CANCELLED) and current is not None:
+            current.cancel(f"durable_workflow: {CANCELLED}")  # it went on after the first
         await asyncio.sleep(0)  # CancelledError, here
         raise
     if recorded:

@@ -8,6 +8,7 @@ settled from the loop's database threads.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from durable_workflow.models import (
     ActivityExecution,
     WorkflowRun,
 )
+from durable_workflow.store import runs
 from tests.integration.helpers import event_types, events_of, start
 from tests.testapp import async_activities
 from tests.testapp.models import Invocation
@@ -103,6 +105,47 @@ def test_cancelling_the_run_cancels_the_coroutine(inline, worker_loop, beat):
     assert stub.refresh().status() == "cancelled"
     execution = ActivityExecution.objects.get(run_id=stub.run_id())
     assert [a.status for a in ActivityAttempt.objects.filter(execution=execution)] == ["cancelled"]
+
+
+def test_a_coroutine_is_cancelled_once_when_the_check_and_a_heartbeat_both_find_the_cancel(
+    inline, worker_loop, monkeypatch
+):
+    # The process's check lists the running attempts, then asks the database about their
+    # runs. Here that answer is held back until a heartbeat has found the cancel and the
+    # coroutine is cleaning up, as a slow query on a busy machine would be: the check's
+    # answer must not cancel the coroutine a second time, cutting its clean-up short.
+    gates = async_activities.CLEAN_UP
+    for gate in gates.values():
+        gate.clear()
+    asking, held = threading.Event(), threading.Event()
+    ask = runs.cancel_states
+
+    def held_back(run_ids):
+        if held.is_set():
+            asking.set()
+            assert gates["began"].wait(60), "the heartbeat never found the cancel"
+        return ask(run_ids)
+
+    async def check_then_let_it_end():
+        try:
+            await checked()
+        finally:
+            if asking.is_set():
+                gates["may_end"].set()
+
+    checked = async_attempts._check
+    monkeypatch.setattr(runs, "cancel_states", held_back)
+    monkeypatch.setattr(async_attempts, "_check", check_then_let_it_end)
+    stub = start("tests.async.one", "async-cancel-twice", "tests.async.cleans-up", True)
+    _until(lambda: Invocation.objects.filter(name="async-waiting").exists(), inline=inline)
+    held.set()
+    _until(asking.is_set)  # the check listed the attempt, still running, and asks now
+    stub.cancel()
+    _until(lambda: _closed(stub) and async_attempts.in_flight() == 0, inline=inline)
+    assert Invocation.objects.filter(name="async-cleaned-up").exists()
+    assert stub.refresh().status() == "cancelled"
+    attempt = ActivityAttempt.objects.get(execution__run_id=stub.run_id())
+    assert attempt.status == "cancelled"
 
 
 def test_start_to_close_timeout_cancels_and_fails_the_attempt(inline, worker_loop):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import durable_workflow as dw
@@ -81,6 +82,36 @@ class AsyncWaitsForCancel(Activity):
                     await self.aheartbeat()
         except asyncio.CancelledError:
             await Invocation.objects.acreate(name="async-saw-cancel", key=self.activity_id())
+            raise
+
+
+#: ``began``: set by ``AsyncCleansUp`` when its clean-up begins; it ends once a test
+#: sets ``may_end``.
+CLEAN_UP = {"began": threading.Event(), "may_end": threading.Event()}
+
+
+class AsyncCleansUp(Activity):
+    """Runs until cancelled (``beat``: heartbeats while it waits), then cleans up until a
+    test lets it finish (at most 60 s); says in rows that it began the clean-up and that
+    it got to its end."""
+
+    type_key = "tests.async.cleans-up"
+
+    async def handle(self, beat: bool) -> str:
+        await Invocation.objects.acreate(name="async-waiting", key=self.activity_id())
+        try:
+            while True:
+                await asyncio.sleep(0.1)
+                if beat:
+                    await self.aheartbeat()
+        except asyncio.CancelledError:
+            await Invocation.objects.acreate(name="async-saw-cancel", key=self.activity_id())
+            CLEAN_UP["began"].set()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not CLEAN_UP["may_end"].is_set() and loop.time() < deadline:
+                await asyncio.sleep(0.01)  # a second CancelledError here cuts it short
+            await Invocation.objects.acreate(name="async-cleaned-up", key=self.activity_id())
             raise
 
 

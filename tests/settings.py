@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import Any
 
 SECRET_KEY = "durable-workflow-tests"
 DEBUG = False
@@ -30,6 +31,7 @@ INSTALLED_APPS = [
 ]
 
 _DB = os.environ.get("DW_TEST_DB", "sqlite")
+DATABASES: dict[str, dict[str, Any]]
 if _DB == "postgres":
     DATABASES = {
         "default": {

@@ -82,7 +82,11 @@ class AsyncWaitsForCancel(Activity):
                     await self.aheartbeat()
         except asyncio.CancelledError:
             await Invocation.objects.acreate(name="async-saw-cancel", key=self.activity_id())
+            await self.clean_up()
             raise
+
+    async def clean_up(self) -> None:
+        """What runs after the cancel was seen, before it is raised again."""
 
 
 #: ``began``: set by ``AsyncCleansUp`` when its clean-up begins; it ends once a test
@@ -90,29 +94,19 @@ class AsyncWaitsForCancel(Activity):
 CLEAN_UP = {"began": threading.Event(), "may_end": threading.Event()}
 
 
-class AsyncCleansUp(Activity):
-    """Runs until cancelled (``beat``: heartbeats while it waits), then cleans up until a
-    test lets it finish (at most 60 s); says in rows that it began the clean-up and that
-    it got to its end."""
+class AsyncCleansUp(AsyncWaitsForCancel):
+    """As its parent, then cleans up until a test lets it finish (at most 60 s); says in
+    a row that it got to the clean-up's end."""
 
     type_key = "tests.async.cleans-up"
 
-    async def handle(self, beat: bool) -> str:
-        await Invocation.objects.acreate(name="async-waiting", key=self.activity_id())
-        try:
-            while True:
-                await asyncio.sleep(0.1)
-                if beat:
-                    await self.aheartbeat()
-        except asyncio.CancelledError:
-            await Invocation.objects.acreate(name="async-saw-cancel", key=self.activity_id())
-            CLEAN_UP["began"].set()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 60
-            while not CLEAN_UP["may_end"].is_set() and loop.time() < deadline:
-                await asyncio.sleep(0.01)  # a second CancelledError here cuts it short
-            await Invocation.objects.acreate(name="async-cleaned-up", key=self.activity_id())
-            raise
+    async def clean_up(self) -> None:
+        CLEAN_UP["began"].set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not CLEAN_UP["may_end"].is_set() and loop.time() < deadline:
+            await asyncio.sleep(0.01)  # a second CancelledError here cuts it short
+        await Invocation.objects.acreate(name="async-cleaned-up", key=self.activity_id())
 
 
 class AsyncFanOut(Workflow):

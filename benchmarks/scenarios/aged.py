@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks import aged_ops, stats
@@ -93,7 +93,11 @@ def _step_block(ctx: Context, samples: dict[str, list[float]], side: str) -> Non
         )
 
 
-def _prepare_aged(ctx: Context) -> dict[str, Any]:
+def clone_of_the_seed(
+    ctx: Context, db: str, *, before_migrate: Callable[[], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The seed's template (built if missing) cloned into ``db`` and migrated; what it
+    took. ``before_migrate`` runs on the clone first, its answer kept with the rest."""
     from django.core.management import call_command
 
     from benchmarks import seed
@@ -101,14 +105,11 @@ def _prepare_aged(ctx: Context) -> dict[str, Any]:
     t0 = time.monotonic()
     template = seed.ensure_template(ctx.seed_runs, ctx.seed_open, log=ctx.log)
     built = time.monotonic() - t0
-    cloned = seed.clone_into(template, AGED_DB)
-    with using_database(AGED_DB):
-        # The clone is at the migrations of its build: the operator figures on it as it
-        # is give the plans before the indexes that came after the build.
-        for app in ("sessions", "admin"):  # the admin's own tables (the build has none)
-            call_command("migrate", app, interactive=False, verbosity=0)
-        ctx.log("operator figures, aged database before migrate")
-        before = aged_ops.measure(ctx.log)
+    cloned = seed.clone_into(template, db)
+    extra: dict[str, Any] = {}
+    with using_database(db):
+        if before_migrate is not None:
+            extra = before_migrate()
         t1 = time.monotonic()
         call_command("migrate", interactive=False, verbosity=0)
         migrated = time.monotonic() - t1
@@ -120,8 +121,22 @@ def _prepare_aged(ctx: Context) -> dict[str, Any]:
         "build_or_find_seconds": round(built, 1),
         "clone_seconds": round(cloned, 1),
         "migrate_seconds": round(migrated, 1),
-        "operations_before_migrate": before,
+        **extra,
     }
+
+
+def _prepare_aged(ctx: Context) -> dict[str, Any]:
+    def before_migrate() -> dict[str, Any]:
+        from django.core.management import call_command
+
+        # The clone is at the migrations of its build: the operator figures on it as it
+        # is give the plans before the indexes that came after the build.
+        for app in ("sessions", "admin"):  # the admin's own tables (the build has none)
+            call_command("migrate", app, interactive=False, verbosity=0)
+        ctx.log("operator figures, aged database before migrate")
+        return {"operations_before_migrate": aged_ops.measure(ctx.log)}
+
+    return clone_of_the_seed(ctx, AGED_DB, before_migrate=before_migrate)
 
 
 def run(ctx: Context) -> dict[str, Any]:

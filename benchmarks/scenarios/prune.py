@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from benchmarks import config, stats
-from benchmarks.scenarios.aged import using_database
+from benchmarks.scenarios.aged import clone_of_the_seed, using_database
 from benchmarks.scenarios.common import Context, row
 from benchmarks.scenarios.sequential import engine_once as sequence_once
 from benchmarks.workers import check_alive, running_workers
@@ -128,27 +128,7 @@ class WaitSampler(threading.Thread):
 
 
 def _prepare(ctx: Context) -> dict[str, Any]:
-    from django.core.management import call_command
-
-    from benchmarks import seed
-
-    t0 = time.monotonic()
-    template = seed.ensure_template(ctx.seed_runs, ctx.seed_open, log=ctx.log)
-    built = time.monotonic() - t0
-    cloned = seed.clone_into(template, PRUNE_DB)
-    with using_database(PRUNE_DB):
-        t1 = time.monotonic()
-        call_command("migrate", interactive=False, verbosity=0)
-        migrated = time.monotonic() - t1
-    ctx.log(
-        f"{template}: built/found {built:.0f} s, cloned {cloned:.0f} s, migrated {migrated:.0f} s"
-    )
-    return {
-        "template": template,
-        "build_or_find_seconds": round(built, 1),
-        "clone_seconds": round(cloned, 1),
-        "migrate_seconds": round(migrated, 1),
-    }
+    return clone_of_the_seed(ctx, PRUNE_DB)
 
 
 def explain_batch(batch_size: int, now: dt.datetime) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from benchmarks import config, physical, stats
-from benchmarks.scenarios.aged import using_database
+from benchmarks.scenarios.aged import clone_of_the_seed, using_database
 from benchmarks.scenarios.common import Context, raise_on_failed_tasks, row, unique
 
 TYPE = "bench.sleep-until"
@@ -294,20 +294,12 @@ def run(ctx: Context) -> dict[str, Any]:
     sides = [("empty", connection.settings_dict["NAME"])]
     aged_db = f"{config.PG_DB}_aged"
     if ctx.timers_aged:
-        from benchmarks import seed
-
-        template = seed.ensure_template(ctx.seed_runs, ctx.seed_open, log=ctx.log)
-        cloned = seed.clone_into(template, aged_db)
-        ctx.log(f"{template} cloned into {aged_db} in {cloned:.0f} s")
+        clone_of_the_seed(ctx, aged_db)
         sides.append(("aged", aged_db))
     rounds: list[dict[str, Any]] = []
     try:
         for side, name in sides:
             with using_database(name):
-                if side == "aged":
-                    from django.core.management import call_command
-
-                    call_command("migrate", interactive=False, verbosity=0)
                 rounds += _side(ctx, side)
     finally:
         if ctx.timers_aged and not ctx.keep_db:

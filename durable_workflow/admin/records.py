@@ -31,6 +31,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.namespaces import instance_key
+from durable_workflow.store import activities
 
 if TYPE_CHECKING:  # generic to the type checker only
     _AttemptInline = admin.TabularInline[ActivityAttempt, ActivityExecution]
@@ -157,7 +158,8 @@ class ActivityExecutionAdmin(IdSearchMixin, RunColumnMixin, EngineAdmin):
 
     @admin.display(description="result (decoded)")
     def result_display(self, execution: ActivityExecution) -> str:
-        return pre(execution.result) if execution.result is not None else "-"
+        result = activities.execution_results([execution]).get(execution.id)
+        return pre(result) if result is not None else "-"
 
 
 @admin.register(ActivityAttempt)

@@ -156,7 +156,7 @@ def complete(token: str, result: Any) -> Report:
         encoded = payloads.encode_value(result, held.run.payload_codec, "result")
         execution, attempt = held.execution, held.attempt
         activities.close_attempt(attempt.id, AttemptStatus.COMPLETED, now=now)
-        activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now, result=encoded)
+        activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now)
         wake_workflow(held.run, now=now)
         fields = attempt_fields(execution, attempt.id, attempt.attempt_number)
         event = (EventType.ACTIVITY_COMPLETED, {**fields, "result": encoded, **_BY_TOKEN})

@@ -224,7 +224,7 @@ def finish_attempt(
     timeout_kind = _timeout_kind(policy, execution, lease, now)
     if ok and timeout_kind is None:
         activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
-        activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now, result=value)
+        activities.close_execution(execution.id, ActivityStatus.COMPLETED, now=now)
         lifecycle.append(run, [(EventType.ACTIVITY_COMPLETED, {**base, "result": value})], now=now)
         return "done"
     if timeout_kind is not None:

@@ -137,9 +137,7 @@ def settle_results(
         events: list[tuple[str, dict[str, Any]]] = []
         for lease, value in kept:
             activities.close_attempt(lease.attempt_id, AttemptStatus.COMPLETED, now=now)
-            activities.close_execution(
-                lease.execution.id, ActivityStatus.COMPLETED, now=now, result=value
-            )
+            activities.close_execution(lease.execution.id, ActivityStatus.COMPLETED, now=now)
             events.append((EventType.ACTIVITY_COMPLETED, {**_base(lease), "result": value}))
         if others_open and wanted:
             events += fan_out.take(run, first.execution, now=now, found=found, count=wanted)

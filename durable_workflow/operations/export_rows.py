@@ -18,6 +18,7 @@ from durable_workflow.models import (
     WorkflowUpdate,
 )
 from durable_workflow.operations.redaction import Redaction
+from durable_workflow.store.activities import execution_results
 
 
 def plain(value: Any) -> Any:
@@ -134,15 +135,22 @@ def activities(run: WorkflowRun, redact: Redaction) -> list[dict[str, Any]]:
         "closed_at",
         "last_heartbeat_at",
     )
-    executions = ActivityExecution.objects.filter(run_id=run.id).prefetch_related("attempts")
+    executions = list(
+        ActivityExecution.objects.filter(run_id=run.id)
+        .prefetch_related("attempts")
+        .order_by("sequence")
+    )
+    results = execution_results(executions)
     out = []
-    for i, execution in enumerate(executions.order_by("sequence")):
+    for i, execution in enumerate(executions):
         row = fields_of(execution, fields)
         row["arguments"] = redact(
             execution.arguments, path=f"activities[{i}].arguments", category="activity_payload"
         )
         row["result"] = redact(
-            execution.result, path=f"activities[{i}].result", category="activity_payload"
+            results.get(execution.id),
+            path=f"activities[{i}].result",
+            category="activity_payload",
         )
         row["attempts"] = [fields_of(a, _ATTEMPT_FIELDS) for a in execution.attempts.all()]
         out.append(row)

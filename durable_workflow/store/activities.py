@@ -18,7 +18,7 @@ from durable_workflow.models import (
     Timer,
     TimerStatus,
 )
-from durable_workflow.store import records, sql
+from durable_workflow.store import history, records, sql
 from durable_workflow.store.records import ActivityRecord, AttemptRecord, TimerRecord
 
 _FIELDS = records.columns(ActivityRecord)
@@ -164,14 +164,27 @@ def close_attempt(
     )
 
 
-def close_execution(
-    execution_id: uuid.UUID, status: str, *, now: dt.datetime, result: Any = None
-) -> None:
+def close_execution(execution_id: uuid.UUID, status: str, *, now: dt.datetime) -> None:
+    """Close the row. A result is not copied onto it: the ``ActivityCompleted`` event
+    written with it holds the result, and a copy here would write it a second time
+    (see :func:`durable_workflow.store.history.activity_results`)."""
     _EXECUTIONS.update(
-        {"status": status, "result": result, "closed_at": now},
-        [("id", "=", execution_id)],
-        defer=True,
+        {"status": status, "closed_at": now}, [("id", "=", execution_id)], defer=True
     )
+
+
+def execution_results(executions: Sequence[ActivityExecution]) -> dict[uuid.UUID, Any]:
+    """The result of each completed execution: the row's own copy on rows closed before
+    results stopped being copied there, else its ``ActivityCompleted`` event's (one
+    statement per run whose rows need it)."""
+    found = {e.id: e.result for e in executions if e.result is not None}
+    missing: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for e in executions:
+        if e.result is None and e.status == ActivityStatus.COMPLETED:
+            missing.setdefault(e.run_id, []).append(e.id)
+    for run_id, ids in missing.items():
+        found.update(history.activity_results(run_id, ids))
+    return found
 
 
 def reopen_execution(execution_id: uuid.UUID) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from durable_workflow.engine.events import EventType
 from durable_workflow.engine.events import HistoryEvent as Event
 from durable_workflow.models import HistoryEvent
 from durable_workflow.store import sql
@@ -112,3 +113,23 @@ def copy_events(run: RunRecord, events: Sequence[Event]) -> None:
         sequence += 1
     _EVENTS.insert(rows, defer=True)
     run.set(next_sequence=sequence, history_size_bytes=run.history_size_bytes + size)
+
+
+def activity_results(
+    run_id: uuid.UUID, execution_ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
+    """The results of those of the run's activity executions that completed, read from
+    their ``ActivityCompleted`` events in one statement (the (run, event type) index).
+
+    The history is where a result is kept; execution rows closed before it stopped
+    being copied onto them still carry one, so readers prefer the row when it has it.
+    """
+    wanted = {str(execution_id): execution_id for execution_id in execution_ids}
+    if not wanted:
+        return {}
+    rows = HistoryEvent.objects.filter(
+        run_id=run_id,
+        event_type=EventType.ACTIVITY_COMPLETED,
+        payload__activity_execution_id__in=list(wanted),
+    ).values_list("payload__activity_execution_id", "payload__result")
+    return {wanted[key]: result for key, result in rows if key in wanted}

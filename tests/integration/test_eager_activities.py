@@ -472,6 +472,7 @@ def test_an_activity_started_where_it_is_scheduled_is_inserted_running(recorder)
         assert execution.current_attempt_id == attempt.id and execution.attempt_count == 1
         assert execution.started_at == attempt.started_at is not None
         assert execution.schedule_to_start_deadline_at is None
+        assert execution.result is None  # its ActivityCompleted event holds it
         assert (execution.status, attempt.status, attempt.attempt_number) == (
             "completed",
             "completed",

@@ -36,6 +36,7 @@ from durable_workflow.payload_storage import (
     references_for_runs,
 )
 from durable_workflow.store import database
+from durable_workflow.store.activities import execution_results
 from tests.integration.helpers import events_of, failures, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,10 +131,12 @@ def test_large_arguments_and_results_live_in_storage_and_rows_hold_references(in
     [finished] = events_of(stub, "WorkflowCompleted")
     assert ref(run.arguments) == ref(started["arguments"])
     assert ref(execution.arguments)["size_bytes"] > 512 * 1024
-    assert ref(execution.result) == ref(completed["result"])
-    assert ref(execution.result)["size_bytes"] > MIB
+    assert execution.result is None  # the result is kept by its history event only
+    result = execution_results([execution])[execution.id]
+    assert ref(result) == ref(completed["result"])
+    assert ref(result)["size_bytes"] > MIB
     assert ref(run.output) == ref(finished["result"])
-    for reference in (ref(run.arguments), ref(execution.result), ref(run.output)):
+    for reference in (ref(run.arguments), ref(result), ref(run.output)):
         assert reference["schema"] == "durable-workflow.v2.external-payload-reference.v1"
         assert reference["codec"] == "avro"
         data = driver.get(reference["uri"])
@@ -316,7 +319,7 @@ def test_pruning_deletes_only_objects_no_remaining_row_references(inline):
     assert live_references() == {
         ref(old_run.arguments)["uri"],
         ref(execution.arguments)["uri"],
-        ref(execution.result)["uri"],
+        ref(execution_results([execution])[execution.id])["uri"],
         ref(old_run.output)["uri"],
     }
     assert len(driver.objects) == 4
@@ -325,7 +328,8 @@ def test_pruning_deletes_only_objects_no_remaining_row_references(inline):
     inline.run()
     solo_run = WorkflowRun.objects.get(id=solo.run_id())
     solo_output = ref(solo_run.output)["uri"]
-    solo_result = ref(ActivityExecution.objects.get(run_id=solo_run.id).result)["uri"]
+    solo_execution = ActivityExecution.objects.get(run_id=solo_run.id)
+    solo_result = ref(execution_results([solo_execution])[solo_execution.id])["uri"]
     assert not envelope.is_external(solo_run.arguments)  # small payloads stay inline
 
     found = references_for_runs([old_run.id, solo_run.id])

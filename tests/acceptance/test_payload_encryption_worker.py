@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from durable_workflow import WorkflowStub
 from durable_workflow.codec import rekey
-from durable_workflow.models import ActivityExecution, WorkflowRun
+from durable_workflow.models import ActivityExecution, HistoryEvent, WorkflowRun
 from tests.testing.test_fake_vs_real import WorkerDriver
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
@@ -38,17 +38,19 @@ def test_a_real_worker_round_trips_encrypted_payloads(start_worker):
         assert stub.result(timeout=60) == [f"hello {SECRET}", 3]
 
         run = WorkflowRun.objects.get(id=stub.run_id())
-        executions = ActivityExecution.objects.filter(run_id=run.id).annotate(
-            text=Cast("result", TextField())
-        )
-        stored = [row.text for row in executions] + [
+        # An activity's result is kept by its ActivityCompleted event only.
+        assert not ActivityExecution.objects.filter(run_id=run.id, result__isnull=False).exists()
+        completions = HistoryEvent.objects.filter(run_id=run.id, event_type="ActivityCompleted")
+        results = list(completions.values_list("payload__result", flat=True))
+        stored = [
+            *completions.annotate(text=Cast("payload", TextField())).values_list("text", flat=True),
             WorkflowRun.objects.filter(id=run.id)
             .annotate(text=Cast("output", TextField()))
             .values_list("text", flat=True)
-            .get()
+            .get(),
         ]
         assert len(stored) == 3
         assert all(SECRET not in text for text in stored)
-        # The worker wrote these (the activity's result and the run's output): its key id.
+        # The worker wrote these (the activities' results and the run's output): its key id.
         assert rekey.key_id(run.output) == "w1"
-        assert all(rekey.key_id(row.result) == "w1" for row in executions)
+        assert len(results) == 2 and all(rekey.key_id(result) == "w1" for result in results)

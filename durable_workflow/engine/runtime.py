@@ -43,7 +43,7 @@ import greenlet
 from durable_workflow import interceptors
 from durable_workflow.codec import envelope
 from durable_workflow.converter import handle_signature
-from durable_workflow.engine import failures
+from durable_workflow.engine import failures, gcpause
 from durable_workflow.engine.asyncguard import refuse_awaitable
 from durable_workflow.engine.calls import Collector
 from durable_workflow.engine.children import Children
@@ -259,11 +259,15 @@ class WorkflowRuntime:
         divergence.explain(recent_steps=self._ledger.steps_before(divergence.step))
 
     def _feed(self, events: Iterable[HistoryEvent]) -> None:
-        ledger, scheduler = self._ledger, self._scheduler
-        last = ledger.last_sequence
+        last = self._ledger.last_sequence
         fresh = [e for e in events if e.sequence > last]
         if not fresh:
             return
+        with gcpause.paused_for(len(fresh)):
+            self._feed_fresh(fresh)
+
+    def _feed_fresh(self, fresh: list[HistoryEvent]) -> None:
+        ledger, scheduler = self._ledger, self._scheduler
         scheduler.enter()
         for outcome in ledger.index(fresh):
             if self._local_outcome_found(outcome):

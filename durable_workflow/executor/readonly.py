@@ -13,6 +13,7 @@ from typing import Any
 
 from durable_workflow import contracts, interceptors, registry
 from durable_workflow.converter import WORKFLOW, arguments_from_plain, signature_of
+from durable_workflow.engine import gcpause
 from durable_workflow.engine.failures import class_path
 from durable_workflow.engine.runtime import WorkflowRuntime
 from durable_workflow.exceptions import (
@@ -49,9 +50,11 @@ def replay_committed(run: RunRecord) -> WorkflowRuntime:
     runtime.failure_types = failure_types()
     runtime.enter_query_mode()
     # Before the first workflow task, StartAccepted (1) and WorkflowStarted (2) suffice.
-    events = history.load_history(run.id, up_to=run.workflow_task_sequence or 2)
-    with orm_guard():
-        runtime.feed(events)
+    up_to = run.workflow_task_sequence or 2
+    with gcpause.paused_for(up_to):
+        events = history.load_history(run.id, up_to=up_to)
+        with orm_guard():
+            runtime.feed(events)
     return runtime
 
 

@@ -18,6 +18,7 @@ from django.db import DatabaseError
 
 from durable_workflow import clock, interceptors, logs, observe
 from durable_workflow.conf import get_settings
+from durable_workflow.engine import gcpause
 from durable_workflow.engine.commands import FailWorkflow
 from durable_workflow.engine.events import EventType, HistoryEvent
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
@@ -458,11 +459,13 @@ def _advance(
     with orm_guard():
         try:
             if closing is None:
-                # A warm runtime needs only the events after the ones it has seen.
-                tail = _known_tail(run, runtime)
-                if tail is None:
-                    tail = history.load_history(run.id, after_sequence=runtime.last_sequence)
-                events = _feed_and_persist(run, runtime, tail, now=now)
+                # A cold runtime reads and replays the whole run: one pause for both.
+                with gcpause.paused_for(run.next_sequence - 1 - runtime.last_sequence):
+                    # A warm runtime needs only the events after the ones it has seen.
+                    tail = _known_tail(run, runtime)
+                    if tail is None:
+                        tail = history.load_history(run.id, after_sequence=runtime.last_sequence)
+                    events = _feed_and_persist(run, runtime, tail, now=now)
             else:
                 events, runtime.closed = [], closing
             if runtime.closed is not None:

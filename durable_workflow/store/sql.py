@@ -24,7 +24,7 @@ from typing import Any, cast
 from django.db import connections
 from django.db.models import Field, Model
 
-from durable_workflow.store import roundtrips
+from durable_workflow.store import columns, roundtrips
 from durable_workflow.store.expectations import expect_false, expect_rows, refuted
 from durable_workflow.store.roundtrips import (
     Rows,
@@ -145,6 +145,27 @@ class Table:
             lambda cursor: [_converted(row, convert, conn) for row in cursor.fetchall()],
         )
 
+    def select_columns_statement(
+        self, names: Sequence[str], where: Sequence[Condition], *, order_by: str | None = None
+    ) -> Statement[list[list[Any]]]:
+        """:meth:`select_statement` for reads of many rows (a run's whole history), its
+        outcome the converted columns, each in row order: values are converted a column
+        at a time (:mod:`durable_workflow.store.columns`), to the same values."""
+        conn = self.connection()
+        readers = columns.readers(self.model, tuple(names), conn)
+        selected = tuple(sql for sql, _ in readers)
+        sql = self._select_sql(tuple(names), self._shape(where), order_by, None, False, selected)
+
+        def outcome(cursor: Rows) -> list[list[Any]]:
+            rows = cursor.fetchall()
+            values = list(zip(*rows, strict=True)) if rows else [()] * len(readers)
+            return [
+                convert(column) if convert else list(column)
+                for (_, convert), column in zip(readers, values, strict=True)
+            ]
+
+        return Statement(sql, self._where_params(where, conn), outcome)
+
     def exists(self, where: Sequence[Condition]) -> bool:
         return bool(self.select(["id"], where, limit=1))
 
@@ -263,9 +284,10 @@ class Table:
         order_by: str | None,
         limit: int | None,
         locking: bool,
+        selected: tuple[str, ...] | None = None,
     ) -> str:
-        columns = ", ".join(self._column(name) for name in names)
-        sql = f"SELECT {columns} FROM {_quote(self.meta.db_table)} WHERE {self._where_sql(shape)}"
+        listed = ", ".join(selected or (self._column(name) for name in names))
+        sql = f"SELECT {listed} FROM {_quote(self.meta.db_table)} WHERE {self._where_sql(shape)}"
         if order_by:
             sql += f" ORDER BY {self._column(order_by)}"
         if limit:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
+from django.db import DatabaseError
+
 from durable_workflow import clock, logs
 from durable_workflow.conf import get_settings
 from durable_workflow.engine.durations import whole_or_fraction
@@ -18,9 +20,9 @@ from durable_workflow.executor import affinity, compatibility, dispatch, eager, 
 from durable_workflow.executor.common import retry_transaction, wake_workflow
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.outcomes import TimerTaskOutcome as Outcome
-from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus
-from durable_workflow.store import activities, database, runs, tasks
-from durable_workflow.store.records import RunRecord, TaskRecord
+from durable_workflow.models import TERMINAL_RUN_STATUSES, TaskStatus, TimerStatus, WorkflowRun
+from durable_workflow.store import activities, runs, sql, tasks
+from durable_workflow.store.records import RunRecord, TaskRecord, TimerRecord
 
 
 def run_timer_task(task_id: uuid.UUID | str, *, redelivered: bool = False) -> Outcome:
@@ -35,11 +37,33 @@ def run_timer_task(task_id: uuid.UUID | str, *, redelivered: bool = False) -> Ou
     return outcome
 
 
-@retry_transaction
 def _fire(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
+    try:
+        return _fire_once(task_id, redelivered=redelivered)
+    except DatabaseError as exc:
+        if not sql.refuted(exc):
+            raise
+    # The task or the timer changed between the read and the write (a writer that took
+    # no run lock): read them again.
+    return _fire_once(task_id, redelivered=redelivered)
+
+
+@retry_transaction
+def _fire_once(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
     now = clock.now()
-    with database.atomic():
-        task = tasks.get(task_id)
+    with sql.atomic(WorkflowRun):
+        # One round trip: the run's lock (found through the task), then the task, its
+        # timer, and whether a workflow task is ready already, all read under the lock.
+        run_id = tasks.run_of_statement(task_id)
+        run, task, timer, truths = sql.together(
+            WorkflowRun,
+            [
+                runs.lock_statement(run_id),
+                tasks.get_statement(task_id),
+                activities.timer_statement(tasks.timer_of_statement(task_id)),
+                sql.truths_statement([tasks.ready_workflow_clause(run_id)]),
+            ],
+        )
         if task is None or task.status != TaskStatus.READY or task.timer_id is None:
             return Outcome.SKIPPED
         if task.available_at > now:
@@ -47,17 +71,15 @@ def _fire(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
             return Outcome.EARLY
         if compatibility.refuse(task):
             return Outcome.INCOMPATIBLE
-        run = runs.lock_run(task.run_id)
+        if run is None:
+            return Outcome.SKIPPED
         logs.bind(run)
-        claimed = tasks.claim(task, owner=worker_id(), now=now, lease_seconds=60)
-        if run is None or claimed is None:
-            return Outcome.SKIPPED
-        timer = activities.get_timer(task.timer_id)
         if run.status in TERMINAL_RUN_STATUSES or timer is None:
-            tasks.settle(claimed.id, TaskStatus.CANCELLED, now=now)
+            _take(task, TaskStatus.CANCELLED, now=now)
             return Outcome.SKIPPED
-        tasks.settle(claimed.id, TaskStatus.COMPLETED, now=now)
-        if timer.status != TimerStatus.PENDING or not activities.fire_timer(timer.id, now=now):
+        if not _take(task, TaskStatus.COMPLETED, now=now):
+            return Outcome.SKIPPED
+        if timer.status != TimerStatus.PENDING or not _fire_timer(timer, now=now):
             return Outcome.SKIPPED
         fired = {
             "sequence": timer.sequence,
@@ -66,18 +88,39 @@ def _fire(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
             "fired_at": now.isoformat(),
         }
         lifecycle.append(run, [(EventType.TIMER_FIRED, fired)], now=now)
-        _wake(run, task, now=now, retried=redelivered or task.dispatch_count > 1)
+        retried = redelivered or task.dispatch_count > 1
+        _wake(run, ready=truths[0], now=now, retried=retried)
         runs.save_run(run, now=now)
     return Outcome.FIRED
 
 
-def _wake(run: RunRecord, task: TaskRecord, *, now: dt.datetime, retried: bool) -> None:
+def _take(task: TaskRecord, status: str, *, now: dt.datetime) -> bool:
+    """Claim the task read under the run lock and settle it with ``status``, in one
+    write: assumed to succeed and checked with the transaction's writes where writes
+    are batched, else read back at once. ``False``: another worker has it."""
+    statement = tasks.take_statement(task, status, owner=worker_id(), now=now)
+    if not sql.batching(WorkflowRun):
+        return bool(sql.together(WorkflowRun, [statement])[0])
+    sql.defer_all(WorkflowRun, [sql.expect_rows(statement, 1)])
+    return True
+
+
+def _fire_timer(timer: TimerRecord, *, now: dt.datetime) -> bool:
+    """Mark the pending timer read under the run lock fired (as :func:`_take` does)."""
+    statement = activities.fire_timer_statement(timer.id, now=now)
+    if not sql.batching(WorkflowRun):
+        return bool(sql.together(WorkflowRun, [statement])[0])
+    sql.defer_all(WorkflowRun, [sql.expect_rows(statement, 1)])
+    return True
+
+
+def _wake(run: RunRecord, *, ready: bool, now: dt.datetime, retried: bool) -> None:
     """Run the workflow on from the timer: here, in this transaction, when it may; else
     through a workflow task (one that is ready already reads the timer too).
 
     ``retried``: this timer task may have run before and died with the workflow task
-    it ran in place; that workflow task goes the regular way, counted first."""
-    ready = tasks.ready_workflow_task(run.id) is not None
+    it ran in place; that workflow task goes the regular way, counted first. ``ready``:
+    a workflow task is ready already."""
     if ready or retried or not _here_ok(run, now):
         flagged = dict(poison.COUNT_FIRST) if retried and not ready else None
         wake_workflow(run, now=now, ready=ready, payload=flagged)

@@ -279,6 +279,8 @@ def open_executions_of_run(run_id: uuid.UUID) -> list[ActivityRecord]:
 
 # ---------------------------------------------------------------- timers
 _timer_record = records.reader(TimerRecord)
+_TIMERS = sql.Table(Timer)
+_TIMER_FIELDS = records.columns(TimerRecord)
 
 
 def create_timer(
@@ -305,16 +307,23 @@ def create_timer(
     return _timer_record(row)
 
 
-def get_timer(timer_id: uuid.UUID | str) -> TimerRecord | None:
-    row = Timer.objects.filter(id=timer_id).first()
-    return _timer_record(row) if row else None
+def timer_statement(
+    timer_id: uuid.UUID | str | sql.Statement[Any],
+) -> sql.Statement[TimerRecord | None]:
+    """A timer's record (``None``: no such timer), as a statement for ``sql.together``;
+    ``timer_id`` may be a subquery selecting it (a task's timer)."""
+    by_subquery = isinstance(timer_id, sql.Statement)
+    where: sql.Condition = ("id", "IN SELECT" if by_subquery else "=", timer_id)
+    read = _TIMERS.select_statement(_TIMER_FIELDS, [where], limit=1)
+    return read.then(lambda rows: TimerRecord(*rows[0]) if rows else None)
 
 
-def fire_timer(timer_id: uuid.UUID, *, now: dt.datetime) -> bool:
-    return bool(
-        Timer.objects.filter(id=timer_id, status=TimerStatus.PENDING).update(
-            status=TimerStatus.FIRED, fired_at=now
-        )
+def fire_timer_statement(timer_id: uuid.UUID, *, now: dt.datetime) -> sql.Statement[int]:
+    """Mark a pending timer fired, as a statement (outcome: the row count, 1 when it
+    fired)."""
+    return _TIMERS.update_statement(
+        {"status": TimerStatus.FIRED, "fired_at": now},
+        [("id", "=", timer_id), ("status", "=", TimerStatus.PENDING)],
     )
 
 

@@ -125,14 +125,20 @@ def ready_workflow_task(run_id: uuid.UUID) -> TaskRecord | None:
     return _first(_ready_workflow(run_id), order_by="created_at")
 
 
-def ready_workflow_clause(run_id: uuid.UUID) -> tuple[str, list[Any]]:
-    """Whether the run has a ready workflow task, as an SQL truth (``sql.truths``)."""
+def ready_workflow_clause(run_id: uuid.UUID | sql.Statement[Any]) -> tuple[str, list[Any]]:
+    """Whether the run has a ready workflow task, as an SQL truth (``sql.truths``);
+    ``run_id`` may be a subquery selecting it."""
     return _TASKS.exists_clause(_ready_workflow(run_id))
 
 
-def _ready_workflow(run_id: uuid.UUID) -> list[sql.Condition]:
+def _ready_workflow(run_id: uuid.UUID | sql.Statement[Any]) -> list[sql.Condition]:
+    by_run: sql.Condition = (
+        ("run_id", "IN SELECT", run_id)
+        if isinstance(run_id, sql.Statement)
+        else ("run_id", "=", run_id)
+    )
     return [
-        ("run_id", "=", run_id),
+        by_run,
         ("task_type", "=", TaskType.WORKFLOW),
         ("status", "=", TaskStatus.READY),
     ]
@@ -235,6 +241,37 @@ def _claim(
         lease_expires_at=expires,
     )
     return update, leased
+
+
+def take_statement(
+    task: TaskRecord, status: str, *, owner: str, now: dt.datetime
+) -> sql.Statement[int]:
+    """Claim a ready, due task and settle it with ``status`` in one write (outcome: the
+    row count, 1 when it was taken): for a task whose whole work is done in the
+    transaction that takes it, a timer's. The row ends as a claim followed by
+    :func:`settle` would leave it, attempt counted."""
+    return _TASKS.update_statement(
+        {
+            "lease_owner": owner,
+            "lease_id": uuid.uuid4(),
+            "lease_generation": sql.Add(1),
+            "attempt_count": sql.Add(1),
+            "leased_at": now,
+            "queue_wait": None,
+            **_settled_fields(status, now, ""),
+        },
+        [
+            ("id", "=", task.id),
+            ("status", "=", TaskStatus.READY),
+            ("available_at", "<=", now),
+            ("lease_generation", "=", task.lease_generation),
+        ],
+    )
+
+
+def timer_of_statement(task_id: uuid.UUID | str) -> sql.Statement[list[list[Any]]]:
+    """The timer id of a task, as a subquery (``IN SELECT``)."""
+    return _TASKS.select_statement(["timer_id"], [("id", "=", task_id)])
 
 
 def get_statement(task_id: uuid.UUID | str) -> sql.Statement[TaskRecord | None]:

@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from durable_workflow import WorkflowStub, clock, executor
 from durable_workflow.executor import dispatch, routing, sticky
 from durable_workflow.executor.identity import set_registered_worker_id
 from durable_workflow.models import Task
 from durable_workflow.transport import worker as worker_transport
+from tests import sql_text
 from tests.engine_db import connection
 from tests.integration.helpers import Recorder, event_types, register_worker, start, tasks_of
 
@@ -143,3 +145,67 @@ def test_a_run_warm_in_another_live_worker_is_woken_there(recorder):
         be(None)
         worker_transport._state.clear()
         worker_transport._state.update(saved)
+
+
+# ---------------------------------------------------------------- statements counted
+# On PostgreSQL the engine's reads under the run lock share one round trip and its
+# writes go with the next read or the commit (``store.sql``); elsewhere every statement
+# is a round trip of its own.
+
+
+def _ready(stub: Any, task_type: str) -> Any:
+    (task,) = [t for t in tasks_of(stub, task_type) if t.status == "ready"]
+    return task
+
+
+def _statements(queries: CaptureQueriesContext) -> list[tuple[str, str]]:
+    """Each statement sent, transaction control left out (``BEGIN`` goes with the first
+    query and ``COMMIT`` with the last where writes are batched)."""
+    parts = [k for q in queries.captured_queries for k in sql_text.kinds(q["sql"] or "")]
+    return [k for k in parts if k[0] not in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")]
+
+
+def _round_trips(queries: CaptureQueriesContext) -> int:
+    return sum(1 for q in queries.captured_queries if (q["sql"] or "") not in ("BEGIN", "COMMIT"))
+
+
+def test_a_due_timer_fired_in_place_reads_each_row_once_in_three_round_trips(recorder):
+    stub = sleeping("timer-statements-here")
+    timer_task = _ready(stub, "timer")
+    with CaptureQueriesContext(connection) as queries:
+        assert executor.run_timer_task(timer_task.id) == "fired"
+    assert stub.refresh().status() == "completed"
+    statements = _statements(queries)
+    # The run (locked), the timer task and its timer are each read once; the timer task
+    # is written once (taken and settled together), the woken task inserted settled.
+    assert statements.count(("SELECT", "durable_workflow_run")) == 1
+    assert statements.count(("SELECT", "durable_workflow_timer")) == 1
+    assert statements.count(("UPDATE", "durable_workflow_timer")) == 1
+    assert statements.count(("INSERT", "durable_workflow_task")) == 1
+    task_updates = [s for s in statements if s == ("UPDATE", "durable_workflow_task")]
+    assert len(task_updates) == 2  # the timer's task, then the run's open tasks at its close
+    if connection.vendor == "postgresql":
+        # The reads under the lock; the writes with the close's question; the rest with
+        # the commit.
+        assert _round_trips(queries) == 3
+    else:
+        assert _round_trips(queries) <= 17  # a statement each
+
+
+def test_the_workflow_task_a_timer_publishes_costs_three_round_trips(recorder):
+    stub = sleeping("timer-statements-message")
+    timer_task = _ready(stub, "timer")
+    with override_settings(DURABLE_WORKFLOW=eager_settings(EAGER_WORKFLOW_TASKS=False)):
+        with CaptureQueriesContext(connection) as fired:
+            assert executor.run_timer_task(timer_task.id) == "fired"
+        woken = _ready(stub, "workflow")
+        with CaptureQueriesContext(connection) as resumed:
+            assert executor.run_workflow_task(woken.id) == "completed"
+    assert stub.refresh().status() == "completed"
+    # It reads what the timer's transaction wrote: the run, its task and the history
+    # after the run's last workflow task, in one round trip with the lock.
+    statements = _statements(resumed)
+    assert statements.count(("SELECT", "durable_workflow_history_event")) == 1
+    assert statements.count(("SELECT", "durable_workflow_run")) == 1
+    if connection.vendor == "postgresql":
+        assert (_round_trips(fired), _round_trips(resumed)) == (2, 3)

@@ -96,18 +96,18 @@ def _fire_once(task_id: uuid.UUID | str, *, redelivered: bool) -> Outcome:
 
 def _take(task: TaskRecord, status: str, *, now: dt.datetime) -> bool:
     """Claim the task read under the run lock and settle it with ``status``, in one
-    write: assumed to succeed and checked with the transaction's writes where writes
-    are batched, else read back at once. ``False``: another worker has it."""
-    statement = tasks.take_statement(task, status, owner=worker_id(), now=now)
-    if not sql.batching(WorkflowRun):
-        return bool(sql.together(WorkflowRun, [statement])[0])
-    sql.defer_all(WorkflowRun, [sql.expect_rows(statement, 1)])
-    return True
+    write. ``False``: another worker has it."""
+    return _one_row(tasks.take_statement(task, status, owner=worker_id(), now=now))
 
 
 def _fire_timer(timer: TimerRecord, *, now: dt.datetime) -> bool:
-    """Mark the pending timer read under the run lock fired (as :func:`_take` does)."""
-    statement = activities.fire_timer_statement(timer.id, now=now)
+    """Mark the pending timer read under the run lock fired."""
+    return _one_row(activities.fire_timer_statement(timer.id, now=now))
+
+
+def _one_row(statement: sql.Statement[int]) -> bool:
+    """Whether ``statement`` wrote its one row: assumed, and checked with the
+    transaction's writes, where writes are batched; else sent and read back at once."""
     if not sql.batching(WorkflowRun):
         return bool(sql.together(WorkflowRun, [statement])[0])
     sql.defer_all(WorkflowRun, [sql.expect_rows(statement, 1)])

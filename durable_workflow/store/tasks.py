@@ -224,12 +224,7 @@ def _claim(
             "queue_wait": None,
             **sticky,
         },
-        [
-            ("id", "=", task.id),
-            ("status", "=", TaskStatus.READY),
-            ("available_at", "<=", now),
-            ("lease_generation", "=", task.lease_generation),
-        ],
+        _still_claimable(task, now),
     )
     leased = dataclasses.replace(
         task,
@@ -241,6 +236,16 @@ def _claim(
         lease_expires_at=expires,
     )
     return update, leased
+
+
+def _still_claimable(task: TaskRecord, now: dt.datetime) -> list[sql.Condition]:
+    """The task is as it was read: ready, due, and not claimed since."""
+    return [
+        ("id", "=", task.id),
+        ("status", "=", TaskStatus.READY),
+        ("available_at", "<=", now),
+        ("lease_generation", "=", task.lease_generation),
+    ]
 
 
 def take_statement(
@@ -260,12 +265,7 @@ def take_statement(
             "queue_wait": None,
             **_settled_fields(status, now, ""),
         },
-        [
-            ("id", "=", task.id),
-            ("status", "=", TaskStatus.READY),
-            ("available_at", "<=", now),
-            ("lease_generation", "=", task.lease_generation),
-        ],
+        _still_claimable(task, now),
     )
 
 

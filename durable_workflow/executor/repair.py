@@ -108,22 +108,19 @@ def _lost(
     """Of the ready tasks whose message is old enough to be presumed lost, those whose
     message cannot simply be on its way.
 
-    A message still on its way (waiting in its queue, or held by a live worker: see
-    ``in_flight.py``) would only be duplicated, and the duplicate skipped later (under
-    a backlog that was most of what workers handled). Such a task is re-sent only once
-    its message has been deliverable for ``in_backlog`` seconds, since a queue may
-    never empty. Deliverable means sent and due: a countdown message counts from its
-    task's ``available_at``. Any other message is lost and is re-sent now; so is every
-    one when the broker cannot say, the per-task back-off alone deciding.
+    A message still on its way (waiting in its queue, or held by a worker the
+    registrations answer for: see ``in_flight.py``) would only be duplicated, and the
+    duplicate skipped later (under a backlog that was most of what workers handled).
+    One waiting in a queue is re-sent once it has been deliverable for ``in_backlog``
+    seconds, since a queue may never empty; one a live worker holds is not re-sent
+    however late. Any other message is lost and is re-sent now; so is every one when
+    the broker cannot say, the per-task back-off alone deciding.
     """
-    in_flight = InFlight(now=now)
-    old = now - dt.timedelta(seconds=in_backlog)
+    in_flight = InFlight(now=now, in_backlog=in_backlog)
     lost = [
         task
         for task, sent_at in due
-        if sent_at is None
-        or max(sent_at, task.available_at) <= old
-        or not in_flight.may_be(task, sent_at=sent_at)
+        if sent_at is None or not in_flight.may_be(task, sent_at=sent_at)
     ]
     # Workers went on while the broker was asked: a message acknowledged meanwhile is
     # neither waiting nor held any more, but its task is no longer ready either.

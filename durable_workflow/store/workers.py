@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 
 from durable_workflow.models import WorkerRegistration
 
@@ -91,10 +92,26 @@ def is_routable(row: dict[str, Any] | None, *, now: dt.datetime, stale_after: in
     return is_live(row, now=now, stale_after=stale_after) and not (row or {}).get("failing_since")
 
 
-def last_beat_of_the_silent(*, now: dt.datetime, stale_after: int) -> dt.datetime | None:
-    """The latest last heartbeat of the registrations gone silent without deregistering
-    (a worker killed or cut off); ``None`` when no registration did."""
-    cutoff = now - dt.timedelta(seconds=stale_after)
-    silent = WorkerRegistration.objects.filter(status="active", last_heartbeat_at__lt=cutoff)
-    beat: dt.datetime | None = silent.aggregate(beat=Max("last_heartbeat_at"))["beat"]
-    return beat
+@dataclasses.dataclass(frozen=True)
+class Liveness:
+    """The registrations at one moment, as the repair pass weighs held messages."""
+
+    #: Registrations that heartbeat within the staleness period and report their
+    #: tasks getting done.
+    healthy: int
+    #: Registrations that heartbeat but whose tasks keep failing (``failing_since``).
+    failing: int
+    #: The latest last heartbeat of the registrations gone silent without
+    #: deregistering (a worker killed or cut off); ``None`` when none did.
+    last_silent_beat: dt.datetime | None
+
+
+def liveness(*, now: dt.datetime, stale_after: int) -> Liveness:
+    """Count the live registrations and date the silent ones, in one query."""
+    live = Q(last_heartbeat_at__gte=now - dt.timedelta(seconds=stale_after))
+    row = WorkerRegistration.objects.filter(status="active").aggregate(
+        healthy=Count("pk", filter=live & Q(failing_since__isnull=True)),
+        failing=Count("pk", filter=live & Q(failing_since__isnull=False)),
+        beat=Max("last_heartbeat_at", filter=~live),
+    )
+    return Liveness(healthy=row["healthy"], failing=row["failing"], last_silent_beat=row["beat"])

@@ -23,15 +23,19 @@ from durable_workflow.logs import get_logger
 logger = get_logger("durable_workflow")
 
 #: At most this many held messages are read to learn whose they are. A broker that
-#: holds more is taken to hold every task's message: reading it would cost each
-#: repair pass more than the duplicates it saves.
+#: holds more is taken to hold every task's message, for a while: reading it would
+#: cost each repair pass more than the duplicates it saves.
 READ_LIMIT = 20_000
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class _Every:
-    """Held messages too many to read: any task's message may be among them."""
+    """Held messages too many to read: any task's message may be among them, or not.
+    ``exact`` tells the repair pass that this is a guess, so that it re-sends a task's
+    message once it has been due long enough (a lost one would wait for ever)."""
+
+    exact = False
 
     def __contains__(self, task_id: object) -> bool:
         return True

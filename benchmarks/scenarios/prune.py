@@ -33,7 +33,9 @@ from benchmarks.scenarios.common import Context, row
 from benchmarks.scenarios.sequential import engine_once as sequence_once
 from benchmarks.workers import check_alive, running_workers
 
-PRUNE_DB = "dw_prune_aged"
+#: Named after the harness's database, so two runs with their own ``DW_BENCH_PG_DB`` never
+#: drop each other's clone.
+PRUNE_DB = f"{config.PG_DB}_prune"
 #: The seed's closed runs spread over a year: this keeps the last month's.
 OLDER_THAN = "30d"
 SAMPLE_EVERY = 0.1

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import config, services
+from benchmarks import config, services, workers
 from benchmarks.report import evaluate_targets, print_table
 from benchmarks.scenarios import ORDER
 from benchmarks.scenarios.common import Context
@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         timers_variants=tuple(args.timers_variant or ("in-place",)),
     )
     os.environ["DW_BENCH_DB_CONNECTIONS"] = config.DB_CONNECTIONS = args.db_connections
+    workers.stop_on_signals()
     services.check_services()
     config.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     (config.RESULTS_DIR / "logs").mkdir(exist_ok=True)
@@ -244,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "scenarios": {},
     }
+    interrupted = None
     try:
         for name in selected:
             print(f"\n== {name}", flush=True)
@@ -264,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             outcome["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
             results["scenarios"][name] = outcome
             print(f"   ({outcome['status']}, {outcome['seconds']} s)", flush=True)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the scenario stopped what it ran
+        interrupted = str(exc) or "SIGINT"
     finally:
         from django.db import connections
 
@@ -271,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_db:
             services.drop_database(config.PG_DB)
         services.flush_redis()
+    if interrupted:
+        kept = "kept (--keep-db)" if args.keep_db else "dropped"
+        print(f"stopped by {interrupted}: workers stopped, databases {kept}", flush=True)
+        return 130
 
     results["meta"]["duration_seconds"] = round(time.monotonic() - started, 1)
     results["targets"] = evaluate_targets(results["scenarios"])

@@ -118,17 +118,22 @@ def ensure_template(runs: int, open_runs: int, *, log: Any = print) -> str:
     if exists(name):
         return name
     log(f"building the seed {name} ({runs:,} closed runs, {open_runs:,} open); minutes")
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "seed.py"),
-            "--runs",
-            str(runs),
-            "--open",
-            str(open_runs),
-        ],
-        check=True,
-    )
+    try:
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "seed.py"),
+                "--runs",
+                str(runs),
+                "--open",
+                str(open_runs),
+            ],
+            check=True,
+        )
+    except BaseException:  # interrupted or failed: a half-built seed is no use to anyone
+        with _admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}_building" WITH (FORCE)')
+        raise
     return name
 
 

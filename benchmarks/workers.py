@@ -1,5 +1,6 @@
 """Celery worker subprocesses for the benchmarks (and the reliability suite): started
-in their own process group, always stopped (SIGTERM, then SIGKILL of the whole group)."""
+in their own process group, always stopped (SIGTERM, then SIGKILL of the whole group),
+also when the harness is interrupted (:func:`stop_on_signals`)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,38 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 
 
 def _kill_all_at_exit() -> None:
-    for process in list(_LIVE):
-        stop_process(process, grace=2)
+    stop_processes(list(_LIVE), grace=2)
 
 
 atexit.register(_kill_all_at_exit)
+
+_stopping = False
+
+
+def stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM both raise ``KeyboardInterrupt`` in the main thread, so
+    the ``finally`` blocks on the way out stop every process started here and drop or keep
+    the databases as at a normal finish. Call it from the main thread before starting any.
+
+    SIGINT is taken back even when it was inherited ignored (a shell script's ``cmd &``
+    starts its job that way, and Python then raises nothing on ``kill -INT``); SIGTERM's
+    default would end the process at once, leaving the workers (each in its own session)
+    and the databases behind. A second signal while stopping is reported, not raised: it
+    would cut the clean-up short.
+    """
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    global _stopping
+    name = signal.Signals(signum).name
+    if _stopping:
+        os.write(2, f"\n{name}: still stopping the workers and databases\n".encode())
+        return
+    _stopping = True
+    os.write(2, f"\n{name}: stopping the workers and databases\n".encode())
+    raise KeyboardInterrupt(name)
 
 
 def stop_process(process: subprocess.Popen[bytes], *, grace: float = 15) -> None:
@@ -42,6 +70,18 @@ def stop_process(process: subprocess.Popen[bytes], *, grace: float = 15) -> None
         pass
     finally:
         _LIVE.discard(process)
+
+
+def stop_processes(processes: list[subprocess.Popen[bytes]], *, grace: float = 15) -> None:
+    """:func:`stop_process` for several at once: every group is sent SIGTERM first, so
+    their shutdowns overlap instead of adding up."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        stop_process(process, grace=max(0.0, deadline - time.monotonic()))
 
 
 def spawn(
@@ -195,8 +235,7 @@ def running_workers(
             workers.append(start_worker(spec, log_dir))
         yield workers
     finally:
-        for worker in workers:
-            worker.stop()
+        stop_processes([worker.process for worker in workers])
 
 
 def check_alive(workers: list[Worker]) -> None:

@@ -97,22 +97,29 @@ def clone_of_the_seed(
     ctx: Context, db: str, *, before_migrate: Callable[[], dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The seed's template (built if missing) cloned into ``db`` and migrated; what it
-    took. ``before_migrate`` runs on the clone first, its answer kept with the rest."""
+    took. ``before_migrate`` runs on the clone first, its answer kept with the rest.
+    Should it fail or be interrupted, the clone is dropped here (unless ``--keep-db``):
+    the scenario's own clean-up only covers what comes after."""
     from django.core.management import call_command
 
-    from benchmarks import seed
+    from benchmarks import seed, services
 
     t0 = time.monotonic()
     template = seed.ensure_template(ctx.seed_runs, ctx.seed_open, log=ctx.log)
     built = time.monotonic() - t0
-    cloned = seed.clone_into(template, db)
-    extra: dict[str, Any] = {}
-    with using_database(db):
-        if before_migrate is not None:
-            extra = before_migrate()
-        t1 = time.monotonic()
-        call_command("migrate", interactive=False, verbosity=0)
-        migrated = time.monotonic() - t1
+    try:
+        cloned = seed.clone_into(template, db)
+        extra: dict[str, Any] = {}
+        with using_database(db):
+            if before_migrate is not None:
+                extra = before_migrate()
+            t1 = time.monotonic()
+            call_command("migrate", interactive=False, verbosity=0)
+            migrated = time.monotonic() - t1
+    except BaseException:
+        if not ctx.keep_db:
+            services.drop_database(db)
+        raise
     ctx.log(
         f"{template}: built/found {built:.0f} s, cloned {cloned:.0f} s, migrated {migrated:.0f} s"
     )

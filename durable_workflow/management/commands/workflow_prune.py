@@ -22,6 +22,9 @@ class Command(BaseCommand):
         "--older-than, with their history, tasks, activities, timers, signals, updates, "
         "failures and commands; instances left without runs go too."
     )
+    #: The report of the last batch that committed (what an interrupt reports).
+    _report: PruneReport | None = None
+    _quiet = False
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -63,16 +66,20 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be at least 1")
         export_dir = pathlib.Path(options["export_dir"]) if options["export_dir"] else None
         quiet = options["json"]
-        report = prune(
-            older_than=age,
-            statuses=options["status"],
-            batch_size=options["batch_size"],
-            dry_run=options["dry_run"],
-            export_dir=export_dir,
-            limit=options["limit"],
-            progress=None if quiet else self._progress,
-            archived_only=options["archived_only"],
-        )
+        self._quiet, self._report = quiet, None
+        try:
+            report = prune(
+                older_than=age,
+                statuses=options["status"],
+                batch_size=options["batch_size"],
+                dry_run=options["dry_run"],
+                export_dir=export_dir,
+                limit=options["limit"],
+                progress=self._progress,
+                archived_only=options["archived_only"],
+            )
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
         logger.info(
             "workflow_prune: %s of %s runs pruned (dry run: %s)",
             report.pruned_runs,
@@ -87,7 +94,29 @@ class Command(BaseCommand):
         if report.skipped:
             raise CommandError(f"{len(report.skipped)} run(s) were kept: export failed")
 
+    def _interrupted(self) -> CommandError:
+        """Ctrl-C: each batch is its own transaction, so the batches that committed stay
+        pruned and the one under way is rolled back; the exit status is 130, as a shell
+        gives a process that SIGINT ended."""
+        report = self._report
+        done = report.pruned_runs if report else 0
+        total = f" of {report.total_runs}" if report else ""
+        logger.warning(
+            "workflow_prune: interrupted after %s%s runs pruned",
+            done,
+            total,
+            extra={"prune": report.as_dict() if report else None},
+        )
+        return CommandError(
+            f"interrupted: {done}{total} run(s) pruned in the batches that committed; "
+            "the batch under way was rolled back",
+            returncode=130,
+        )
+
     def _progress(self, report: PruneReport) -> None:
+        self._report = report
+        if self._quiet:
+            return
         total = max(report.total_runs, 1)
         done = report.pruned_runs + len(report.skipped)
         filled = int(_BAR * done / total)

@@ -47,10 +47,11 @@ class DurableWorkflowConfig(AppConfig):
         # Every installed app's ``workflows`` module registers its classes.
         autodiscover_modules("workflows")
 
-        from durable_workflow.transport import async_worker, worker
+        from durable_workflow.transport import async_worker, worker, worker_hub
 
         async_worker.connect()  # before registration: a stopping worker hands back first
         worker.connect()
+        worker_hub.connect()  # due timers per turn of the worker's event loop
         if get_settings().PROMETHEUS_METRICS:
             # Metrics exist before a prefork pool forks; its children clean up on exit.
             from durable_workflow.contrib.prometheus.registry import connect_celery

@@ -122,6 +122,10 @@ class Settings:
     #: Tasks in a row failing on database or broker errors after which a worker process
     #: stops being a routing target (sticky owner, session holder) until one succeeds.
     WORKER_UNHEALTHY_AFTER_FAILURES: int = 3
+    #: Due countdown messages (timers, delayed retries) a Celery worker starts per turn of
+    #: its event loop, where kombu starts ten and then polls the broker for up to a second
+    #: (``transport/worker_hub``). 0 or ``None``: kombu's own limit.
+    WORKER_TIMERS_PER_TURN: int | None = 1000
     #: Compatibility marker stamped on the runs this process starts (``None``: none).
     COMPATIBILITY_CURRENT: str | None = None
     #: Markers this worker may execute (``[]``: just the current one; ``"*"``: any).
@@ -266,6 +270,13 @@ def get_settings() -> Settings:
             "DURABLE_WORKFLOW['UNSAFE_CALLS'] must be 'raise', 'warn' or 'allow'"
         )
     _check_prometheus(raw)
+    per_turn = raw.get("WORKER_TIMERS_PER_TURN")
+    if per_turn is not None and (
+        isinstance(per_turn, bool) or not isinstance(per_turn, int) or per_turn < 0
+    ):
+        raise ConfigurationError(
+            "DURABLE_WORKFLOW['WORKER_TIMERS_PER_TURN'] must be None or an integer >= 0"
+        )
     _check_dotted_path(raw, "DISPATCH_BACKEND")
     types = raw.get("FAILURE_EXCEPTION_TYPES", [])
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):

@@ -61,3 +61,47 @@ app.conf.beat_schedule = beat_schedule()
 from tests.otel_spans import install_worker_exporter  # noqa: E402
 
 install_worker_exporter()
+
+
+# The due-timer step in a running worker (tests/acceptance/test_worker_hub.py). Remote
+# control commands run inside the worker's event loop, so the probe sees its turns.
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from celery.worker.control import inspect_command  # noqa: E402
+
+_probe: dict[str, Any] = {}
+
+
+@inspect_command()
+def dw_hub_fire_timers(state: Any) -> dict[str, Any]:
+    """The keywords bound to the hub's fire_timers ({}: kombu's method as it is)."""
+    hub = state.consumer.hub
+    if hub is None:
+        return {"hub": None}
+    return {"hub": type(hub).__name__, "keywords": dict(getattr(hub.fire_timers, "keywords", {}))}
+
+
+@inspect_command()
+def dw_hub_probe_turn(state: Any) -> dict[str, Any]:
+    """Put 50 timer entries, due an hour ago, on the hub, and count how many the next turn
+    of the running loop fires (an ``on_tick`` callback runs right after its timers)."""
+    hub = state.consumer.hub
+    fired: list[int] = []
+    due = time.monotonic() - 3600
+    for i in range(50):
+        hub.call_at(due + i / 1000, fired.append, i)
+
+    def after_turn() -> None:
+        if fired:
+            _probe["fired_in_one_turn"] = len(fired)
+            hub.on_tick.discard(after_turn)
+
+    _probe.clear()
+    hub.on_tick.add(after_turn)
+    return {"scheduled": 50}
+
+
+@inspect_command()
+def dw_hub_probe_result(state: Any) -> dict[str, Any]:
+    return dict(_probe)

@@ -114,7 +114,7 @@ def split(args: argparse.Namespace) -> None:
 
     from durable_workflow import executor
     from durable_workflow.engine.runtime import WorkflowRuntime
-    from durable_workflow.executor import activity_task, settlement, workflow_task
+    from durable_workflow.executor import activity_task, feeding, settlement
     from durable_workflow.store import history
 
     phases: dict[str, float] = collections.defaultdict(float)
@@ -122,7 +122,7 @@ def split(args: argparse.Namespace) -> None:
     _wrap(history, "load_history", "workflow: load_history", phases)
     _wrap(WorkflowRuntime, "feed", "workflow: runtime.feed (replay)", phases)
     _wrap(WorkflowRuntime, "dispose", "workflow: runtime.dispose", phases)
-    _wrap(workflow_task, "persist", "workflow: persist new commands", phases)
+    _wrap(feeding, "persist", "workflow: persist new commands", phases)
     _wrap(activity_task, "_claim", "activity: claim transaction", phases)
     _wrap(activity_task, "_invoke", "activity: user code", phases)
     _wrap(settlement, "settle", "activity: settle transaction", phases)

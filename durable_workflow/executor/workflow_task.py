@@ -16,11 +16,11 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from durable_workflow import clock, interceptors, logs, observe
+from durable_workflow import clock, logs, observe
 from durable_workflow.conf import get_settings
 from durable_workflow.engine import gcpause
 from durable_workflow.engine.commands import FailWorkflow
-from durable_workflow.engine.events import EventType, HistoryEvent
+from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import INTERRUPTS, BodyFailed, describe
 from durable_workflow.engine.outbox import LocalRequest
 from durable_workflow.engine.runtime import WorkflowRuntime
@@ -56,14 +56,14 @@ from durable_workflow.executor.common import (
     retry_transaction,
     workflow_task_row,
 )
+from durable_workflow.executor.feeding import feed_and_persist
 from durable_workflow.executor.identity import worker_id
 from durable_workflow.executor.lease_keeper import keeper
 from durable_workflow.executor.local_activities import LocalLease
 from durable_workflow.executor.outcomes import WorkflowTaskOutcome as Outcome
-from durable_workflow.executor.persist import Event, close, persist
+from durable_workflow.executor.persist import close
 from durable_workflow.executor.streams import deliver_pending
 from durable_workflow.executor.timeouts import expired_deadline, time_out_run
-from durable_workflow.headers import stored
 from durable_workflow.logs import get_logger
 from durable_workflow.models import (
     TERMINAL_RUN_STATUSES,
@@ -465,7 +465,7 @@ def _advance(
                     tail = _known_tail(run, runtime)
                     if tail is None:
                         tail = history.load_history(run.id, after_sequence=runtime.last_sequence)
-                    events = _feed_and_persist(run, runtime, tail, now=now)
+                    events = feed_and_persist(run, runtime, tail, now=now)
             else:
                 events, runtime.closed = [], closing
             if runtime.closed is not None:
@@ -497,72 +497,6 @@ def _advance(
         finally:
             if not keep:
                 runtime.dispose()
-
-
-def _feed_and_persist(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent], *, now: dt.datetime
-) -> list[Event]:
-    """Feed the runtime, persist what it asked for; the events still to append.
-
-    When the body waits for an outcome those commands record at once (a child's
-    start, a signal's outcome), the events are appended and fed back, and the body
-    goes on in this same task.
-    """
-    observe.replayed(run.workflow_type, len(tail))
-    events: list[Event] = []
-
-    def feed(_: interceptors.ExecuteWorkflowTaskInput) -> None:
-        events.extend(_feed_and_persist_once(run, runtime, tail, now=now))
-
-    task_input = _task_input(run, runtime, tail)
-    if not interceptors.intercepted("execute_workflow_task"):
-        feed(task_input)
-        return events
-
-    def feed_and_hand_back(task_input: interceptors.ExecuteWorkflowTaskInput) -> None:
-        feed(task_input)
-        sql.flush()  # the interceptor goes on after the engine's writes
-
-    # A project's code: it runs after what the engine held back, in its own savepoint.
-    with savepoints.foreign(WorkflowRun):
-        interceptors.call("execute_workflow_task", task_input, feed_and_hand_back)
-    return events
-
-
-def _task_input(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent]
-) -> interceptors.ExecuteWorkflowTaskInput:
-    boundary = runtime.replayed_through = run.workflow_task_sequence
-    headers = runtime.start_headers
-    if not headers:
-        started = next((e for e in tail if e.event_type == EventType.WORKFLOW_STARTED), None)
-        headers = stored(started.payload) if started is not None else {}
-    return interceptors.ExecuteWorkflowTaskInput(
-        workflow_type=run.workflow_type,
-        instance_id=run.instance_id,
-        run_id=str(run.id),
-        attempt=runtime.task_attempt,
-        events=len(tail),
-        replayed_events=sum(1 for e in tail if e.sequence <= boundary),
-        sticky=runtime.last_sequence > 0,
-        headers=dict(headers),
-    )
-
-
-def _feed_and_persist_once(
-    run: RunRecord, runtime: WorkflowRuntime, tail: list[HistoryEvent], *, now: dt.datetime
-) -> list[Event]:
-    runtime.feed(tail)
-    while True:
-        commands = runtime.take_commands()
-        refeed = runtime.take_refeed()
-        running = runtime.closed is None and not runtime.local_requests
-        events = persist(run, commands, now=now, eager_ok=running and not refeed)
-        if not (refeed and running):
-            return events
-        lifecycle.append(run, events, now=now)
-        # As a later read would return them (JSON values), so replay sees the same.
-        runtime.feed([e for e in run.appended if e.sequence > runtime.last_sequence])
 
 
 def structural_failure(exc: StructuralLimitExceeded) -> FailWorkflow:

@@ -32,7 +32,7 @@ def resend(task: Task) -> None:
 @pytest.fixture
 def broken_persist(monkeypatch):
     """Every workflow task fails past its body (an engine error, not the workflow's)."""
-    from durable_workflow.executor import workflow_task as module
+    from durable_workflow.executor import feeding as module
 
     def persist(*args, **kwargs):
         raise RuntimeError("persist exploded")
@@ -80,7 +80,7 @@ def test_a_workflow_task_that_keeps_failing_is_parked_after_its_attempts(
 
 
 def test_a_database_connection_error_is_not_counted(inline, monkeypatch):
-    from durable_workflow.executor import workflow_task as module
+    from durable_workflow.executor import feeding as module
 
     def persist(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")

@@ -77,7 +77,7 @@ def test_a_final_activity_failure_says_so_with_its_fields(inline, lines):
 def test_a_failing_workflow_task_and_its_parking_carry_the_run(
     inline, lines, settings, monkeypatch
 ):
-    from durable_workflow.executor import workflow_task as module
+    from durable_workflow.executor import feeding as module
 
     def persist(*args, **kwargs):
         raise RuntimeError("persist exploded")

@@ -3,13 +3,13 @@
 ``WorkflowStub.make(OrderWorkflow)`` is a ``WorkflowStub[P, R]`` for type checkers:
 ``start()`` checks its arguments against ``OrderWorkflow.handle`` (``P``) and
 ``result()`` returns its declared type (``R``). Signals, queries and updates are
-in ``client_messages``; ``result()``'s errors in ``client_results``.
+in ``client_messages``; what the stub read of its run (status, output) in
+``client_state``; ``result()``'s errors in ``client_results``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import functools
 import math
 import time
@@ -28,9 +28,10 @@ from durable_workflow.client_results import (
     start_result,
 )
 from durable_workflow.client_rewind import StubRewind
+from durable_workflow.client_state import StubState
 from durable_workflow.client_testing import StubTesting, drains_after, waits_inline
 from durable_workflow.conf import get_settings
-from durable_workflow.converter import CLIENT, handle_signature, payloads
+from durable_workflow.converter import handle_signature, payloads
 from durable_workflow.description import WorkflowDescription
 from durable_workflow.engine.events import HistoryEvent
 from durable_workflow.engine.failures import class_path
@@ -50,7 +51,7 @@ from durable_workflow.interceptors import (
     SignalWithStartInput,
     StartWorkflowInput,
 )
-from durable_workflow.models import TERMINAL_RUN_STATUSES, RunStatus
+from durable_workflow.models import RunStatus
 from durable_workflow.options import StartOptions
 from durable_workflow.results import CommandResult, SignalWithStartResult, StartResult
 from durable_workflow.store import history, runs, waits
@@ -60,7 +61,7 @@ from durable_workflow.store.records import RunRecord
 Id = str | None
 
 
-class WorkflowStub(StubTesting, StubMessages, StubRewind, Generic[P, R]):
+class WorkflowStub(StubTesting, StubMessages, StubRewind, StubState[R], Generic[P, R]):
     """A handle on one workflow instance (and, after ``load_run``, one pinned run)."""
 
     def __init__(
@@ -396,55 +397,6 @@ class WorkflowStub(StubTesting, StubMessages, StubRewind, Generic[P, R]):
         else:
             self._run = runs.current_run(self._instance_id, namespace=self._namespace)
         return self
-
-    def id(self) -> str:
-        return self._instance_id
-
-    def run_id(self) -> str | None:
-        return str(self._run.id) if self._run else None
-
-    def workflow_type(self) -> str:
-        return self._workflow_type
-
-    def status(self) -> str:
-        return self._run.status if self._run else "reserved"
-
-    def closed_reason(self) -> str | None:
-        return self._run.closed_reason if self._run else None
-
-    def running(self) -> bool:
-        return self._run is not None and self._run.status not in TERMINAL_RUN_STATUSES
-
-    def completed(self) -> bool:
-        return self.status() == RunStatus.COMPLETED
-
-    def failed(self) -> bool:
-        return self.status() == RunStatus.FAILED
-
-    def cancelled(self) -> bool:
-        return self.status() == RunStatus.CANCELLED
-
-    def terminated(self) -> bool:
-        return self.status() == RunStatus.TERMINATED
-
-    def archived_at(self) -> dt.datetime | None:
-        """When the run was archived (``None``: it is not)."""
-        return self._run.archived_at if self._run else None
-
-    def output(self, *, result_type: Any = None) -> R | None:
-        """The return value of a completed run (``None`` otherwise), decoded as the
-        workflow's ``handle()`` declares (or as ``result_type=``)."""
-        if self._run is None or self._run.output is None:
-            return None
-        hint = result_type or handle_signature(workflow_class_or_none(self._workflow_type)).result
-        value: R = payloads.decode_value(
-            self._run.output,
-            hint,
-            codec=self._run.payload_codec,
-            root="result",
-            receiver=CLIENT,
-        )
-        return value
 
     def result(
         self,

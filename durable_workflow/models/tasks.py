@@ -99,6 +99,13 @@ class Task(models.Model):
                 name="dw_task_activity",
                 condition=models.Q(activity_execution__isnull=False),
             ),
+            # Failed workflow tasks (parked runs, past incidents): the doctor's and the
+            # admin's "stopped on a failed workflow task" starts here, not from the runs.
+            models.Index(
+                fields=["run"],
+                name="dw_task_failed_workflow",
+                condition=models.Q(status="failed", task_type="workflow"),
+            ),
         ]
 
     def __str__(self) -> str:

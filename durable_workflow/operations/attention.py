@@ -128,7 +128,7 @@ def _unconsumed(now: dt.datetime) -> Q:
     consumed = consumed_queues(now)
     ready = Task.objects.filter(status=TaskStatus.READY, available_at__lte=now)
     scopes = Q(pk__in=[])
-    for connection, queue in ready.values_list("connection", "queue").distinct():
+    for connection, queue in ready.order_by().values_list("connection", "queue").distinct():
         try:
             name = effective_queue(queue, connection)
         except Exception:  # an unknown connection: its tasks go nowhere either

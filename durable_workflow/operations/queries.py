@@ -20,27 +20,31 @@ from durable_workflow.models import (
 from durable_workflow.store import work_queues
 
 OPEN_TASK = (TaskStatus.READY, TaskStatus.LEASED)
+#: Ids per ``IN`` list (SQLite allows 32,766 parameters, PostgreSQL 65,535).
+ID_CHUNK = 10_000
 
 
 def open_runs() -> QuerySet[WorkflowRun]:
     return WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
 
 
-def _failed_last_workflow_tasks() -> QuerySet[Task]:
-    """Failed workflow tasks that are their run's latest workflow task.
+def _failed_last_workflow_tasks(run: Any = None) -> QuerySet[Task]:
+    """Failed workflow tasks that are their run's latest workflow task (of ``run``, an
+    ``OuterRef`` to a run's id, when given: a correlated lookup per run).
 
-    Asked from the failed tasks (few, indexed by status), not run by run: the cost
-    does not grow with the open runs. The latest is the last by ``(created_at, id)``,
-    as in describe(): ties on created_at (one clock reading, or a frozen clock) go to
-    the later id (time-ordered UUIDs).
+    Asked from the failed workflow tasks (a partial index holds only those), not run by
+    run: the cost does not grow with the open runs. The latest is the last by
+    ``(created_at, id)``, as in describe(): ties on created_at (one clock reading, or a
+    frozen clock) go to the later id (time-ordered UUIDs).
     """
     later = Task.objects.filter(run=OuterRef("run"), task_type=TaskType.WORKFLOW).filter(
         Q(created_at__gt=OuterRef("created_at"))
         | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
     )
-    return Task.objects.filter(task_type=TaskType.WORKFLOW, status=TaskStatus.FAILED).filter(
-        ~Exists(later)
-    )
+    failed = Task.objects.filter(task_type=TaskType.WORKFLOW, status=TaskStatus.FAILED)
+    if run is not None:
+        failed = failed.filter(run=run)
+    return failed.filter(~Exists(later))
 
 
 def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
@@ -48,26 +52,59 @@ def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
     return open_runs().filter(pk__in=_failed_last_workflow_tasks().values("run_id"))
 
 
+def parked_run_ids() -> list[Any]:
+    """Ids of the runs of ``runs_stopped_on_failed_task()``, read from the failed workflow
+    tasks first. Asked as one statement ordered by the runs' age, PostgreSQL may walk
+    every open run (the few failed workflow tasks are estimated at thousands); this reads
+    the failed ones and then their runs by primary key."""
+    open_run = open_runs().filter(pk=OuterRef("run_id"))
+    failed = _failed_last_workflow_tasks().filter(Exists(open_run))
+    return list(failed.order_by().values_list("run_id", flat=True))
+
+
+def newest_instances(runs: QuerySet[WorkflowRun], run_ids: list[Any], limit: int) -> list[str]:
+    """Instance ids of the newest ``limit`` of ``runs`` among ``run_ids`` (read by primary
+    key, in chunks that stay under every backend's parameter limit)."""
+    found: list[tuple[Any, str]] = []
+    for start in range(0, len(run_ids), ID_CHUNK):
+        rows = runs.filter(pk__in=run_ids[start : start + ID_CHUNK])
+        found += rows.order_by("-created_at").values_list("created_at", "instance_id")[:limit]
+    found.sort(key=lambda row: row[0], reverse=True)
+    return [str(instance_id) for _, instance_id in found[:limit]]
+
+
 def runs_blocked_by_unresolved_failures() -> QuerySet[WorkflowRun]:
     """Open runs parked because history holds a failure no exception class resolves to."""
+    return runs_stopped_on_failed_task().filter(unresolved_failure())
+
+
+def unresolved_failure() -> Exists:
+    """A run's history holds a failure no exception class resolves to (runs filter)."""
     from durable_workflow.models import WorkflowFailure
 
-    parked = WorkflowFailure.objects.filter(
-        run=OuterRef("pk"),
-        source_kind="workflow_task",
-        details__task_failure_reason="unresolved_failure",
+    return Exists(
+        WorkflowFailure.objects.filter(
+            run=OuterRef("pk"),
+            source_kind="workflow_task",
+            details__task_failure_reason="unresolved_failure",
+        )
     )
-    return runs_stopped_on_failed_task().filter(Exists(parked))
 
 
 def runs_missing_their_task() -> QuerySet[WorkflowRun]:
-    """Pending runs with no open task at all: the task row was lost."""
+    """Pending runs with no open task at all: the task row was lost.
+
+    Both conditions are correlated lookups on the run's tasks (``NOT EXISTS``): a
+    ``NOT IN`` over the failed workflow tasks is planned as a hashed sub-plan that
+    PostgreSQL costs (and JIT-compiles) as a join of the whole task table, even when
+    no run is pending.
+    """
     open_task = Task.objects.filter(run=OuterRef("pk"), status__in=OPEN_TASK)
     return (
         open_runs()
         .filter(status=RunStatus.PENDING)
         .filter(~Exists(open_task))
-        .exclude(pk__in=_failed_last_workflow_tasks().values("run_id"))
+        .filter(~Exists(_failed_last_workflow_tasks(run=OuterRef("pk"))))
     )
 
 

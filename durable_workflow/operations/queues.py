@@ -47,6 +47,7 @@ def open_task_scopes() -> set[Scope]:
     """Queues that ready or leased tasks are routed to right now."""
     rows = (
         Task.objects.filter(status__in=(TaskStatus.READY, TaskStatus.LEASED))
+        .order_by()
         .values_list("connection", "queue", "task_type")
         .distinct()
     )

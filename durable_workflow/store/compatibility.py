@@ -67,7 +67,7 @@ def markers_of_ready_tasks(run_id: uuid.UUID | None = None) -> set[str]:
     )
     if run_id is not None:
         rows = rows.filter(run_id=run_id)
-    markers = rows.values_list("compatibility", flat=True).distinct()
+    markers = rows.order_by().values_list("compatibility", flat=True).distinct()
     return {marker for marker in markers if marker is not None}  # NULLs excluded above
 
 

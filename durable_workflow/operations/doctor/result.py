@@ -66,6 +66,16 @@ class DoctorContext:
     #: Override for ``app.control.inspect().active_queues()`` per connection.
     active_queues: Callable[[str | None], dict[str, list[dict[str, Any]]] | None] | None = None
     results: dict[str, CheckResult] = dataclasses.field(default_factory=dict)
+    _blocked: tuple[str, ...] | None = dataclasses.field(default=None, repr=False)
+
+    def blocked_markers(self) -> tuple[str, ...]:
+        """Compatibility markers of ready tasks that no live worker supports, read once
+        per run of the doctor (two checks leave their tasks out)."""
+        from durable_workflow.operations.compatibility import blocked_markers
+
+        if self._blocked is None:
+            self._blocked = blocked_markers(now=self.now)[0]
+        return self._blocked
 
     def stuck_threshold(self) -> float:
         from durable_workflow.conf import get_settings

@@ -17,7 +17,6 @@ from durable_workflow.models import (
     Timer,
     TimerStatus,
 )
-from durable_workflow.operations.compatibility import blocked_markers
 from durable_workflow.operations.doctor.result import (
     ERROR,
     OK,
@@ -26,10 +25,12 @@ from durable_workflow.operations.doctor.result import (
     DoctorContext,
 )
 from durable_workflow.operations.queries import (
+    newest_instances,
     open_runs,
-    runs_blocked_by_unresolved_failures,
+    parked_run_ids,
     runs_missing_their_task,
     runs_stopped_on_failed_task,
+    unresolved_failure,
 )
 from durable_workflow.store import work_queues
 
@@ -89,7 +90,7 @@ def check_stuck_tasks(ctx: DoctorContext) -> CheckResult:
         Task.objects.filter(
             status=TaskStatus.READY, available_at__lte=ctx.now - dt.timedelta(seconds=threshold)
         )
-        .exclude(compatibility__in=blocked_markers(now=ctx.now)[0])
+        .exclude(compatibility__in=ctx.blocked_markers())
         # Waiting for capacity on a limited queue: the queue_limits check reports them.
         .exclude(queue_wait__in=work_queues.WAITING)
     )
@@ -159,7 +160,7 @@ def check_overdue_timers(ctx: DoctorContext) -> CheckResult:
         status=TimerStatus.PENDING,
         fire_at__lte=ctx.now - dt.timedelta(seconds=threshold),
         run__status__in=[s for s in RunStatus.values if s not in TERMINAL_RUN_STATUSES],
-    ).exclude(run__compatibility__in=blocked_markers(now=ctx.now)[0])
+    ).exclude(run__compatibility__in=ctx.blocked_markers())
     summary = overdue.aggregate(count=Count("id"), oldest=Min("fire_at"))
     title = "Timers fire on time"
     if not summary["count"]:
@@ -204,15 +205,15 @@ def check_run_deadlines(ctx: DoctorContext) -> CheckResult:
 
 
 def check_resume_paths(ctx: DoctorContext) -> CheckResult:
-    """Open runs that cannot move on by themselves: a failed or a lost workflow task."""
-    failed = [
-        str(i) for i in runs_stopped_on_failed_task().values_list("instance_id", flat=True)[:50]
-    ]
+    """Open runs that cannot move on by themselves: a failed or a lost workflow task.
+
+    The parked runs are read from the failed workflow tasks, then by primary key: what
+    this reads grows with the runs it reports, not with the open or closed runs."""
+    parked = parked_run_ids()
+    failed = newest_instances(open_runs(), parked, 50)
     lost = [str(i) for i in runs_missing_their_task().values_list("instance_id", flat=True)[:50]]
-    unresolved = [
-        str(i)
-        for i in runs_blocked_by_unresolved_failures().values_list("instance_id", flat=True)[:50]
-    ]
+    # Unresolved failures park a run too: only the parked runs can have one.
+    unresolved = newest_instances(open_runs().filter(unresolved_failure()), parked, 50)
     title = "Every open run has a way to resume"
     if not failed and not lost:
         return CheckResult("durable_resume_paths", title, OK, "no open run needs repair")

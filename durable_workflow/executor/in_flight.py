@@ -15,6 +15,16 @@ keeps them from the queue until the broker gives them back (kombu's visibility
 timeout, an hour by default), so held messages count not at all once a registered
 worker that may have taken them has gone silent, and only ``in_backlog`` seconds when
 no registration answers for them (workers that do not register, or fail).
+
+A broker that can never name the held messages (AMQP: ``held`` answers ``None``)
+holds none as far as the pass knows, so a timer its worker holds past due is re-sent
+(a duplicate, skipped). A broker that can name them but whose read failed this pass
+(a timeout, a reset) answers a guess instead (``held.UNREAD``, like ``held.EVERY``
+for too many to read): every task's message may be held, and counts only for
+``in_backlog`` seconds, whatever the registrations say, since no holder was seen.
+Taking the failure for "none held" re-sent every held timer a few seconds past due
+on each pass the read failed; skipping those messages altogether would leave a lost
+one unsent for as long as the read keeps failing.
 """
 
 from __future__ import annotations
@@ -44,8 +54,9 @@ class InFlight:
 
     def may_be(self, task: TaskRecord, *, sent_at: dt.datetime) -> bool:
         """Is ``task``'s message, sent at ``sent_at``, perhaps still on its way? ``False``
-        also when the broker cannot say. A countdown message is deliverable from its
-        task's due time, any other from when it was sent."""
+        also when the broker can never say; for ``in_backlog`` seconds when it guessed
+        (held messages too many to read, or a read that failed). A countdown message
+        is deliverable from its task's due time, any other from when it was sent."""
         recent = max(sent_at, task.available_at) > self._old
         routed = dispatch.routed(task)
         if recent and self._waiting(routed):
@@ -53,7 +64,8 @@ class InFlight:
         held = self._held_by(routed)
         if held is None or str(task.id) not in held or self._holder_may_be_dead(sent_at):
             return False
-        # ``exact``: the broker named the held messages rather than guessed (held.py).
+        # ``exact``: the broker named the held messages rather than guessed (held.py:
+        # too many to read, or the read failed).
         return recent or (getattr(held, "exact", True) and self._holders_answer_for_it())
 
     def _waiting(self, routed: TaskRecord) -> bool:

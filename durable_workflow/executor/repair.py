@@ -114,7 +114,8 @@ def _lost(
     One waiting in a queue is re-sent once it has been deliverable for ``in_backlog``
     seconds, since a queue may never empty; one a live worker holds is not re-sent
     however late. Any other message is lost and is re-sent now; so is every one when
-    the broker cannot say, the per-task back-off alone deciding.
+    the broker can never say, the per-task back-off alone deciding. When it could but
+    the read failed, any message may be held, for ``in_backlog`` seconds.
     """
     in_flight = InFlight(now=now, in_backlog=in_backlog)
     lost = [

@@ -128,7 +128,8 @@ class CeleryBackend:
 
     def held(self, task: TaskRecord) -> Container[str] | None:
         """The ids of the tasks whose messages workers of ``task``'s broker have taken
-        and not acknowledged yet (``transport/held.py``; ``None``: it cannot say)."""
+        and not acknowledged yet (``transport/held.py``; ``None``: it can never say,
+        ``held.UNREAD``: it can but the read failed)."""
         if is_eager(task.connection):
             return frozenset()
         return held_by_workers(celery_app(task.connection))

@@ -8,7 +8,18 @@ the queue. The repair pass asks which tasks it holds before it takes a message f
 lost (``executor/repair.py``).
 
 AMQP brokers have no such list: a passive declare counts ready messages only, and
-nothing names the unacknowledged ones, so there the broker cannot say.
+nothing names the unacknowledged ones, so there the broker cannot say (``None``), and
+the repair pass takes a message no queue holds for lost (``executor/in_flight.py``).
+
+A broker that can name them but whose answer was not read this time (a timeout, a
+connection reset or refused, an error reply) is another case: the workers may hold
+any task's message, as before the failure. Answering ``None`` there made the pass
+take every held timer and back-off a few seconds past due for lost and send it
+again, just when the broker was struggling. The failed read answers ``UNREAD``
+instead, a guess like ``EVERY``: each task's message counts as possibly held until
+it has been deliverable for the pass's ``in_backlog`` bound, then it is re-sent. Not
+skipping it for good keeps a lost message from waiting for ever while the read keeps
+failing (a proxy or an ACL that refuses ``HSCAN`` fails every time).
 """
 
 from __future__ import annotations
@@ -30,34 +41,62 @@ READ_LIMIT = 20_000
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class _Every:
-    """Held messages too many to read: any task's message may be among them, or not.
-    ``exact`` tells the repair pass that this is a guess, so that it re-sends a task's
-    message once it has been due long enough (a lost one would wait for ever)."""
+class _Guess:
+    """Held messages the broker did not name: any task's message may be among them, or
+    not. ``exact`` tells the repair pass that this is a guess, so that it re-sends a
+    task's message once it has been due long enough (a lost one would wait for ever)."""
 
     exact = False
+
+    def __init__(self, why: str) -> None:
+        self.why = why
 
     def __contains__(self, task_id: object) -> bool:
         return True
 
+    def __repr__(self) -> str:
+        return f"<held: {self.why}>"
 
-EVERY = _Every()
+
+#: Held messages too many to read.
+EVERY = _Guess("too many to read")
+#: The read failed this time: the broker could have named them.
+UNREAD = _Guess("not read")
 
 
 def held(app: Any) -> Container[str] | None:
     """The ids (``str``) of the tasks whose messages the workers of the Celery ``app``'s
-    broker hold unacknowledged; ``None`` when the broker cannot say (not kombu's Redis
-    transport, or unreachable)."""
+    broker hold unacknowledged; ``None`` when the broker can never say (not kombu's
+    Redis transport), ``UNREAD`` when it could but the read failed."""
+    can_name = False
     try:
         with app.connection_for_read() as conn:
-            channel: Any = conn.default_channel  # the transport's own channel class
-            if not hasattr(channel, "unacked_key") or not hasattr(channel, "conn_or_acquire"):
+            can_name = _names_held(conn.transport)
+            if not can_name:
                 return None
+            channel: Any = conn.default_channel  # the transport's own channel class
             with channel.conn_or_acquire() as client:
                 return _read(client, channel)
-    except Exception:  # unreachable, or a transport that cannot list them
-        logger.debug("could not read the messages workers hold", exc_info=True)
-        return None
+    except Exception as exc:
+        if not can_name:  # a transport kombu cannot even load: it cannot say either
+            logger.debug("could not tell whether the broker names held messages", exc_info=True)
+            return None
+        # Once per pass and connection: the repair pass asks each connection once.
+        logger.warning(
+            "could not read which messages the workers hold (%s: %s); the repair pass "
+            "takes any task's message for possibly held this time",
+            type(exc).__name__,
+            exc,
+        )
+        return UNREAD
+
+
+def _names_held(transport: Any) -> bool:
+    """Does ``transport`` (not connected yet) keep the held messages in a hash it names?
+    Asked of its channel class, so that a broker that cannot be reached is still told
+    apart from one that can never say."""
+    channel = getattr(transport, "Channel", None)
+    return hasattr(channel, "unacked_key") and hasattr(channel, "conn_or_acquire")
 
 
 def _read(client: Any, channel: Any) -> Container[str]:

@@ -63,7 +63,8 @@ class NamespaceFilter(_StaticFilter):
         from durable_workflow import namespaces
         from durable_workflow.models import WorkflowSchedule
 
-        used = WorkflowSchedule.objects.values_list("namespace", flat=True).distinct()
+        # order_by(): the default ordering would put schedule_id into the DISTINCT.
+        used = WorkflowSchedule.objects.order_by().values_list("namespace", flat=True).distinct()
         return [namespaces.default(), *used]
 
 

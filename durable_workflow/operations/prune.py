@@ -93,10 +93,13 @@ def count_rows(runs: QuerySet[WorkflowRun]) -> dict[str, int]:
     ids = runs.values("id")
     counts = {name: qs.count() for name, qs in _dependents(ids)}
     counts["runs"] = runs.count()
-    instances = set(runs.values_list("namespace", "instance_id").distinct())
+    # order_by(): an ordering (the candidates' closed_at and id, the model's default
+    # created_at) would join the DISTINCT and send back each run, not each instance.
+    instances = set(runs.order_by().values_list("namespace", "instance_id").distinct())
     keep = set(
         WorkflowRun.objects.filter(instance_id__in={i for _, i in instances})
         .exclude(id__in=ids)
+        .order_by()
         .values_list("namespace", "instance_id")
         .distinct()
     )

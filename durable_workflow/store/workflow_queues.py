@@ -83,6 +83,7 @@ def stranded_queues(limited: Collection[str]) -> list[str]:
         )
         .exclude(queue__in=list(limited))
         .exclude(queue__isnull=True)
+        .order_by()  # the default ordering would put created_at into the DISTINCT
         .values_list("queue", flat=True)
         .distinct()
     )

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from django.test import override_settings
 
 from durable_workflow import WorkflowStub, clock
 from durable_workflow.models import Task, WorkflowFailure
-from durable_workflow.store import workers
+from durable_workflow.store import database, workers
 from durable_workflow.store.records import TaskRecord
 
 
@@ -131,3 +132,24 @@ def terminate_backend(pid: int) -> None:
     params.pop("context", None)
     with psycopg.connect(**params, autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def distinct_reads(call: Callable[[], object]) -> list[tuple[str, int]]:
+    """Runs ``call``; each ``SELECT DISTINCT`` it made, with the rows it sends back
+    (counted by running it again: SQLite reports no row count for a SELECT)."""
+    made: list[tuple[str, Any]] = []
+
+    def note(execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("SELECT DISTINCT"):
+            made.append((sql, params))
+        return execute(sql, params, many, context)
+
+    alias = database.alias()  # the engine's tables may be on a database of their own
+    with connections[alias].execute_wrapper(note):
+        call()
+    reads = []
+    with connections[alias].cursor() as cursor:
+        for sql, params in made:
+            cursor.execute(sql, params)
+            reads.append((sql, len(cursor.fetchall())))
+    return reads

@@ -6,8 +6,14 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from durable_workflow.models import ScheduleFire, ScheduleHistoryEvent, WorkflowSchedule
+from durable_workflow.models import (
+    ScheduleFire,
+    ScheduleHistoryEvent,
+    WorkflowRun,
+    WorkflowSchedule,
+)
 from durable_workflow.schedules import ScheduleManager
+from tests.integration.helpers import distinct_reads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -161,3 +167,17 @@ def test_a_bad_backfill_window_is_refused_with_a_reason(client, schedule, start,
     response = client.post(url(WorkflowSchedule), data, follow=True)
     assert response.status_code == 200 and expected in response.content
     assert not ScheduleFire.objects.filter(kind="backfill").exists()
+
+
+def test_the_namespace_filter_reads_each_namespace_once(client, inline):
+    """The runs' namespace filter lists the namespaces schedules use; the schedule
+    model's default ordering put schedule_id into that DISTINCT, one row per schedule."""
+    for schedule_id in ("nightly-a", "nightly-b"):
+        ScheduleManager.create(
+            schedule_id=schedule_id, workflow="tests.sequential", cron_expression="0 2 * * *"
+        )
+    login(client, "viewer", "view_workflowrun")
+    reads = distinct_reads(lambda: client.get(url(WorkflowRun)).status_code == 200)
+    namespaces = [(sql, rows) for sql, rows in reads if "durable_workflow_schedule" in sql]
+    assert [rows for _, rows in namespaces] == [1]  # the default namespace, once
+    assert "ORDER BY" not in namespaces[0][0].upper()

@@ -22,8 +22,8 @@ from durable_workflow.models import (
     WorkflowRun,
     WorkflowSignal,
 )
-from durable_workflow.operations.prune import parse_age
-from tests.integration.helpers import start
+from durable_workflow.operations.prune import candidates, count_rows, parse_age
+from tests.integration.helpers import distinct_reads, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -181,3 +181,27 @@ def test_an_instance_directory_that_leads_elsewhere_is_not_written(inline, tmp_p
     assert "resolves outside" in report["skipped"][0]["reason"]
     assert list(elsewhere.iterdir()) == []
     assert WorkflowRun.objects.filter(instance_id="linked").exists()
+
+
+def test_the_dry_run_reads_each_instance_once_whatever_its_runs(inline):
+    """An ordering inside the dry run's DISTINCT reads (the candidates' closed_at and id,
+    the model's default created_at) sent back one row per run instead of per instance."""
+    chain = start("tests.patterns.carry", "prune-carry", [], 4)
+    inline.run()
+    for _ in range(2):  # two runs continue as new
+        chain.signal("add", "x")
+        inline.run()
+    start("tests.sequential", "prune-alone", "ada")
+    inline.run()
+    clock.advance(dt.timedelta(days=40))
+    chain.signal("add", "x")  # the third run closes now, the fourth waits
+    inline.run()
+    assert WorkflowRun.objects.filter(instance_id="prune-carry").count() == 4
+
+    runs = candidates(clock.now() - dt.timedelta(days=30))
+    counted: dict[str, int] = {}
+    reads = distinct_reads(lambda: counted.update(count_rows(runs)))
+
+    assert counted["runs"] == 3 and counted["instances"] == 1  # prune-alone goes
+    assert [rows for _, rows in reads] == [2, 1]  # the two old ones, then prune-carry kept
+    assert not [sql for sql, _ in reads if "ORDER BY" in sql.upper()]

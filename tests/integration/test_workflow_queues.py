@@ -14,7 +14,7 @@ from durable_workflow.conf import get_settings
 from durable_workflow.executor import workflow_gate
 from durable_workflow.models import Task, TaskStatus, TaskType, WorkflowRun
 from durable_workflow.options import ChildWorkflowOptions
-from durable_workflow.store import tasks
+from durable_workflow.store import tasks, workflow_queues
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -254,3 +254,12 @@ def test_runs_left_waiting_when_the_limit_is_removed_go_at_the_next_repair_pass(
     assert all(_started(s) for s in stubs)
     assert [_slot(s) for s in stubs] == ["held", "held", None, None]
     assert executor.repair_pass().redispatched == 0
+
+
+def test_a_queue_whose_limit_was_taken_out_is_named_once(inline, two_slots, settings):
+    """The repair pass wakes each stranded queue once: the tasks' default ordering put
+    created_at into the DISTINCT that names them, once per waiting run."""
+    for n in range(4):
+        _start(f"wq-stranded-{n}")
+    settings.DURABLE_WORKFLOW = {**settings.DURABLE_WORKFLOW, "QUEUES": {}}
+    assert workflow_queues.stranded_queues([]) == ["reports"]

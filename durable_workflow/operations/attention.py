@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 from durable_workflow import clock
 from durable_workflow.conf import get_settings
@@ -34,6 +34,8 @@ from durable_workflow.models import (
 )
 from durable_workflow.operations.compatibility import blocked_markers
 from durable_workflow.operations.queries import (
+    failed_last_workflow_tasks,
+    missing_their_task,
     open_runs,
     runs_missing_their_task,
     runs_stopped_on_failed_task,
@@ -121,7 +123,7 @@ def consumed_queues(now: dt.datetime) -> set[str]:
     return {str(queue) for queues in rows for queue in queues or []}
 
 
-def _unconsumed(now: dt.datetime) -> Q:
+def _unconsumed(now: dt.datetime) -> QuerySet[Task]:
     """Ready, due tasks routed to a queue that no live worker lists."""
     from durable_workflow.operations.queues import effective_queue
 
@@ -135,41 +137,57 @@ def _unconsumed(now: dt.datetime) -> Q:
             name = None
         if name not in consumed:
             scopes |= Q(connection=connection, queue=queue)
-    return Q(pk__in=ready.filter(scopes).values("run_id"))
+    return ready.filter(scopes)
 
 
-def _task_runs(**filters: Any) -> Q:
-    return Q(pk__in=Task.objects.filter(**filters).values("run_id"))
-
-
-def _condition(key: str, now: dt.datetime) -> Q:
-    if key == "parked":
-        return Q(pk__in=runs_stopped_on_failed_task().values("pk"))
-    if key == "missing_task":
-        return Q(pk__in=runs_missing_their_task().values("pk"))
+def _rows(key: str, now: dt.datetime) -> QuerySet[Any]:
+    """The rows (with a ``run`` foreign key) whose existence puts a run under ``key``."""
     if key == "poison":
-        return _task_runs(
+        return Task.objects.filter(
             task_type=TaskType.WORKFLOW, status=TaskStatus.READY, attempt_count__gte=1
         )
     if key == "incompatible":
         blocked = blocked_markers(now=now)[0]
-        return _task_runs(status=TaskStatus.READY, compatibility__in=blocked)
+        return Task.objects.filter(status=TaskStatus.READY, compatibility__in=blocked)
     if key == "no_worker":
         return _unconsumed(now)
     if key == "overdue_timer":
         late = now - dt.timedelta(seconds=stuck_after_seconds())
-        timers = Timer.objects.filter(status=TimerStatus.PENDING, fire_at__lte=late)
-        return Q(pk__in=timers.values("run_id"))
+        return Timer.objects.filter(status=TimerStatus.PENDING, fire_at__lte=late)
     if key == "retrying":
         open_activity = (ActivityStatus.PENDING, ActivityStatus.RUNNING)
         # A second attempt runs, or one waits for its back-off after a failed attempt.
-        retried = ActivityExecution.objects.filter(status__in=open_activity).filter(
+        return ActivityExecution.objects.filter(status__in=open_activity).filter(
             Q(attempt_count__gte=2) | Q(status=ActivityStatus.PENDING, attempt_count__gte=1)
         )
-        return Q(pk__in=retried.values("run_id"))
+    raise KeyError(key)
+
+
+def _condition(key: str, now: dt.datetime) -> Q:
+    """Which open runs ``key`` concerns, asked of all of them at once (a list, a count)."""
+    if key == "parked":
+        return Q(pk__in=runs_stopped_on_failed_task().values("pk"))
+    if key == "missing_task":
+        return Q(pk__in=runs_missing_their_task().values("pk"))
     if key == "past_deadline":
         return Q(run_deadline_at__lt=now) | Q(execution_deadline_at__lt=now)
-    raise KeyError(key)
+    return Q(pk__in=_rows(key, now).values("run_id"))
+
+
+def _condition_per_run(key: str, now: dt.datetime) -> Q | Exists:
+    """The same question asked of one run at a time (a correlated lookup on its rows).
+
+    For a page of runs this reads a few index entries per run, whatever the table
+    sizes. Asked as ``pk IN (all such runs)``, PostgreSQL plans each kind for the whole
+    database; on a million runs it walked the runs' primary key for the parked kind
+    (3 s for a page of 50 where the statistics made it guess wrong)."""
+    if key == "parked":
+        return Exists(failed_last_workflow_tasks(run=OuterRef("pk")))
+    if key == "missing_task":
+        return missing_their_task()
+    if key == "past_deadline":
+        return _condition(key, now)
+    return Exists(_rows(key, now).filter(run=OuterRef("pk")))
 
 
 def runs_needing(kind: str, *, now: dt.datetime | None = None) -> QuerySet[WorkflowRun]:
@@ -202,7 +220,7 @@ def attention_of(
     if not ids:
         return found
     flags = {
-        f"dw_{key}": ExpressionWrapper(_condition(key, now), output_field=BooleanField())
+        f"dw_{key}": ExpressionWrapper(_condition_per_run(key, now), output_field=BooleanField())
         for key in KINDS
     }
     rows = open_runs().filter(pk__in=ids).annotate(**flags).values("pk", *flags)

@@ -28,7 +28,7 @@ def open_runs() -> QuerySet[WorkflowRun]:
     return WorkflowRun.objects.exclude(status__in=TERMINAL_RUN_STATUSES)
 
 
-def _failed_last_workflow_tasks(run: Any = None) -> QuerySet[Task]:
+def failed_last_workflow_tasks(run: Any = None) -> QuerySet[Task]:
     """Failed workflow tasks that are their run's latest workflow task (of ``run``, an
     ``OuterRef`` to a run's id, when given: a correlated lookup per run).
 
@@ -49,7 +49,7 @@ def _failed_last_workflow_tasks(run: Any = None) -> QuerySet[Task]:
 
 def runs_stopped_on_failed_task() -> QuerySet[WorkflowRun]:
     """Open runs whose latest workflow task failed (replay error): they wait for repair."""
-    return open_runs().filter(pk__in=_failed_last_workflow_tasks().values("run_id"))
+    return open_runs().filter(pk__in=failed_last_workflow_tasks().values("run_id"))
 
 
 def parked_run_ids() -> list[Any]:
@@ -58,7 +58,7 @@ def parked_run_ids() -> list[Any]:
     every open run (the few failed workflow tasks are estimated at thousands); this reads
     the failed ones and then their runs by primary key."""
     open_run = open_runs().filter(pk=OuterRef("run_id"))
-    failed = _failed_last_workflow_tasks().filter(Exists(open_run))
+    failed = failed_last_workflow_tasks().filter(Exists(open_run))
     return list(failed.order_by().values_list("run_id", flat=True))
 
 
@@ -99,12 +99,16 @@ def runs_missing_their_task() -> QuerySet[WorkflowRun]:
     PostgreSQL costs (and JIT-compiles) as a join of the whole task table, even when
     no run is pending.
     """
+    return open_runs().filter(missing_their_task())
+
+
+def missing_their_task() -> Q:
+    """A run filter: pending, no open task, and not parked on a failed workflow task."""
     open_task = Task.objects.filter(run=OuterRef("pk"), status__in=OPEN_TASK)
     return (
-        open_runs()
-        .filter(status=RunStatus.PENDING)
-        .filter(~Exists(open_task))
-        .filter(~Exists(_failed_last_workflow_tasks(run=OuterRef("pk"))))
+        Q(status=RunStatus.PENDING)
+        & ~Exists(open_task)
+        & ~Exists(failed_last_workflow_tasks(run=OuterRef("pk")))
     )
 
 

@@ -37,8 +37,8 @@ from durable_workflow.operations.queries import (
     failed_last_workflow_tasks,
     missing_their_task,
     open_runs,
+    parked_runs,
     runs_missing_their_task,
-    runs_stopped_on_failed_task,
 )
 
 
@@ -166,7 +166,7 @@ def _rows(key: str, now: dt.datetime) -> QuerySet[Any]:
 def _condition(key: str, now: dt.datetime) -> Q:
     """Which open runs ``key`` concerns, asked of all of them at once (a list, a count)."""
     if key == "parked":
-        return Q(pk__in=runs_stopped_on_failed_task().values("pk"))
+        return parked_runs()
     if key == "missing_task":
         return Q(pk__in=runs_missing_their_task().values("pk"))
     if key == "past_deadline":

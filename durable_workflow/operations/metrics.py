@@ -312,9 +312,7 @@ def operator_metrics(*, now: dt.datetime | None = None) -> dict[str, Any]:
     """The snapshot (``durable_workflow/schemas/operator-metrics.schema.json``)."""
     now = now or clock.now()
     per_queue = queues(now)
-    repair_needed = (
-        queries.runs_stopped_on_failed_task().count() + queries.runs_missing_their_task().count()
-    )
+    repair_needed = len(queries.parked_run_ids()) + queries.runs_missing_their_task().count()
     activities = _activities()
     fleet = workers(now)
     for entry in per_queue:

@@ -24,7 +24,10 @@ def sticky_execution(now: dt.datetime) -> dict[str, Any]:
     """Affinity held now, and how the last minute's workflow-task claims replayed."""
     owned = Q(sticky_worker_id__isnull=False, sticky_until__gt=now)
     active_runs = WorkflowRun.objects.filter(owned).exclude(status__in=TERMINAL_RUN_STATUSES)
-    tasks = Task.objects.filter(owned, task_type=TaskType.WORKFLOW).aggregate(
+    # Only ready and leased tasks are counted: saying so lets PostgreSQL read them through
+    # a status index instead of every task ever written (6 s at a million runs).
+    open_tasks = Task.objects.filter(status__in=(TaskStatus.READY, TaskStatus.LEASED))
+    tasks = open_tasks.filter(owned, task_type=TaskType.WORKFLOW).aggregate(
         ready=Count("id", filter=Q(status=TaskStatus.READY)),
         leased=Count("id", filter=Q(status=TaskStatus.LEASED)),
     )

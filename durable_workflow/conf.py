@@ -89,6 +89,10 @@ class Settings:
     #: Run a queued activity a workflow task schedules in the same worker, right away
     #: (when the activity shares the run's queue), instead of publishing it.
     EAGER_ACTIVITIES: bool = True
+    #: A due timer whose run is warm in another live worker runs the woken workflow
+    #: task in its own transaction anyway (a cold replay) when the run's history holds at
+    #: most this many events, instead of sending it to that worker (0: always send it).
+    TIMER_REPLAY_IN_PLACE_MAX_EVENTS: int = 50
     #: Follow-ups (eager workflow tasks and activities) one message may chain.
     EAGER_CHAIN_LIMIT: int = 100
     #: Fan-out members a worker takes at once after quick ones (under 10 ms each),
@@ -277,6 +281,7 @@ def get_settings() -> Settings:
         raise ConfigurationError(
             "DURABLE_WORKFLOW['WORKER_TIMERS_PER_TURN'] must be None or an integer >= 0"
         )
+    _check_integer(raw, "TIMER_REPLAY_IN_PLACE_MAX_EVENTS")
     _check_dotted_path(raw, "DISPATCH_BACKEND")
     types = raw.get("FAILURE_EXCEPTION_TYPES", [])
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) and t for t in types):
@@ -333,6 +338,12 @@ def _check_prometheus(raw: dict[str, Any]) -> None:
             "DURABLE_WORKFLOW['PROMETHEUS_METRICS'] needs prometheus-client: "
             "pip install 'durable-workflow[prometheus]'"
         )
+
+
+def _check_integer(raw: dict[str, Any], key: str) -> None:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"DURABLE_WORKFLOW[{key!r}] must be an integer >= 0")
 
 
 def _check_dotted_path(raw: dict[str, Any], key: str) -> None:

@@ -133,9 +133,24 @@ def _wake(run: RunRecord, *, ready: bool, now: dt.datetime, retried: bool) -> No
 
 def _here_ok(run: RunRecord, now: dt.datetime) -> bool:
     """May the woken workflow task run in this process? Not when eager workflow tasks
-    are off, the message's chain is used up, or the run is warm in a live worker."""
-    return bool(
-        get_settings().EAGER_WORKFLOW_TASKS
-        and eager.allowed()
-        and affinity.may_run_here(run, now=now)
+    are off or the message's chain is used up; nor when the run is warm in another live
+    worker, unless its history is short enough to replay here (``_cheap_here``)."""
+    settings = get_settings()
+    if not (settings.EAGER_WORKFLOW_TASKS and eager.allowed()):
+        return False
+    return _cheap_here(run, settings.TIMER_REPLAY_IN_PLACE_MAX_EVENTS) or affinity.may_run_here(
+        run, now=now
     )
+
+
+def _cheap_here(run: RunRecord, max_events: int) -> bool:
+    """Whether replaying ``run`` cold here costs less than the hop to its sticky owner.
+
+    The hop is a message, a Celery task and a second transaction, and with many runs
+    asleep the owner has mostly evicted the body by the time a timer wakes it, so it
+    replays cold as well. A short history (``TIMER_REPLAY_IN_PLACE_MAX_EVENTS``, read
+    from the run's locked row: no query) is replayed here instead. The workflow task then
+    makes this process the run's owner (or clears the owner) and moves the run's
+    workflow-task boundary, so the old owner's body no longer matches and is never used
+    (``sticky.StickyCache.take``)."""
+    return 0 < run.history_length <= max_events
